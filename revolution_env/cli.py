@@ -1,0 +1,102 @@
+"""The `revolution` command line (also `python -m revolution_env`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from .engine import BID, Rules, RulesError, ScenarioError, dumps_state, export_game, state_dict
+from .engine.components import BoardError
+from .engine.game import Game
+from .engine.random_play import random_bids, random_choice
+from .engine.scenario import load_json, run_scenario
+from .text import render
+
+
+def add_rule_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--players", type=int, default=3, help="2 (with the puppet Guy Fawkes), 3 or 4")
+    p.add_argument("--bid-refunds", action="store_true", default=None, help="optional rule: losing bids come back")
+    p.add_argument(
+        "--area-control-bonus", action="store_true", help="optional rule: +10 and protection for a whole area"
+    )
+    p.add_argument("--first-edition", action="store_true", help="the first edition's Card space and deck")
+    p.add_argument("--max-rounds", type=int, default=100, help="truncate the game after this round (D8)")
+    p.add_argument("--board", default="standard", help="a board name or a path to a board JSON file")
+
+
+def rules_from_args(args: argparse.Namespace) -> Rules:
+    return Rules(
+        players=args.players,
+        bid_refunds=args.bid_refunds,
+        area_control_bonus=args.area_control_bonus,
+        first_edition=args.first_edition,
+        max_rounds=args.max_rounds,
+        board=args.board,
+    )
+
+
+def cmd_scenario(args: argparse.Namespace) -> int:
+    data = load_json(args.file)
+    game = run_scenario(data)
+    state = state_dict(game)
+    print(dumps_state(state))
+    if args.check:
+        if not isinstance(data, dict) or "expect" not in data:
+            raise ScenarioError('--check needs an "expect" state in the scenario', field="expect")
+        if state != data["expect"]:
+            diffs = [k for k in sorted(set(state) | set(data["expect"])) if state.get(k) != data["expect"].get(k)]
+            print(f'scenario {args.file}: the state differs from "expect" in: {", ".join(diffs)}', file=sys.stderr)
+            return 1
+    return 0
+
+
+def cmd_random(args: argparse.Namespace) -> int:
+    """Play a seeded random game and print it round by round."""
+    game = Game.new(rules_from_args(args), args.seed)
+    rng = np.random.default_rng([game.seed, 1])
+    while game.decision is not None:
+        if game.decision.kind == BID:
+            game.submit_bids(random_bids(game, rng))
+            if not args.quiet:
+                print(render(game) + "\n")
+        else:
+            game.choose(random_choice(game, rng))
+    print(render(game))
+    if args.export:
+        with open(args.export, "w", encoding="utf-8") as fh:
+            json.dump(export_game(game), fh, indent=1)
+            fh.write("\n")
+        print(f"\nexported as a scenario: {args.export}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="revolution", description="Revolution!: rules engine, environment and bots.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("scenario", help="play a scenario file and print the resulting state as canonical JSON")
+    p.add_argument("file")
+    p.add_argument(
+        "--check", action="store_true", help='also compare with the scenario\'s "expect" state (exit 1 if not equal)'
+    )
+    p.set_defaults(func=cmd_scenario)
+
+    p = sub.add_parser("random", help="play a seeded random game and print it")
+    add_rule_options(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true", help="print only the final state")
+    p.add_argument("--export", metavar="FILE", help="also save the game as a scenario file that replays it")
+    p.set_defaults(func=cmd_random)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ScenarioError, RulesError, BoardError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

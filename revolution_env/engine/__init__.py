@@ -1,0 +1,56 @@
+"""The rules engine of Revolution!: component data, the game, scenarios. No RL library is imported here."""
+
+from .components import TOKEN_TYPES, BoardError, Components, load_components, parse_components
+from .game import (
+    APOTHECARY_FIRST,
+    APOTHECARY_SECOND,
+    BEAT,
+    BID,
+    DECISIONS,
+    GUY,
+    REMOVE,
+    SPY,
+    TIE,
+    Decision,
+    Game,
+    IllegalAction,
+    Layout,
+    Rules,
+    RulesError,
+    make_layout,
+)
+from .random_play import play_random, random_bids, random_choice, random_game
+from .scenario import ScenarioError, dumps_state, export_game, run_scenario, state_dict
+
+__all__ = [
+    "APOTHECARY_FIRST",
+    "APOTHECARY_SECOND",
+    "BEAT",
+    "BID",
+    "DECISIONS",
+    "GUY",
+    "REMOVE",
+    "SPY",
+    "TIE",
+    "TOKEN_TYPES",
+    "BoardError",
+    "Components",
+    "Decision",
+    "Game",
+    "IllegalAction",
+    "Layout",
+    "Rules",
+    "RulesError",
+    "ScenarioError",
+    "dumps_state",
+    "export_game",
+    "load_components",
+    "make_layout",
+    "parse_components",
+    "play_random",
+    "random_bids",
+    "random_choice",
+    "random_game",
+    "run_scenario",
+    "state_dict",
+]
