@@ -34,7 +34,7 @@ from .game import (
 )
 
 MODES = ("tie", "beat")
-SCENARIO_KEYS = ("description", "rules", "seed", "start", "rounds", "expect", "expect_error")
+SCENARIO_KEYS = ("description", "covers", "rules", "seed", "start", "rounds", "expect", "expect_error")
 START_KEYS = ("round", "support", "tokens", "bank", "board", "supply", "deck")
 ROUND_KEYS = ("bids", "guy", "spy", "apothecary", "remove")
 
@@ -280,12 +280,17 @@ def play_round(game: Game, spec: Any) -> None:
     L = game.layout
     r = game.round
     if game.over:
-        raise ScenarioError("the game is already over", round=r)
+        how = "was truncated at max_rounds" if game.truncated else "ended"
+        raise ScenarioError(f"the game is already over (it {how} after round {r})", round=r + 1)
     if not isinstance(spec, dict):
         raise ScenarioError("expected an object with bids and decisions", round=r)
     for key in spec:
         if key not in ROUND_KEYS:
             raise ScenarioError(f"unknown key (expected some of {', '.join(ROUND_KEYS)})", round=r, field=key)
+    if "guy" in spec and L.puppet < 0:
+        raise ScenarioError("Guy's placements exist only in the two-player variant (players 2)", round=r, field="guy")
+    if "remove" in spec and L.card_space < 0:
+        raise ScenarioError('"Remove 1 Influence" cards exist only in the first edition', round=r, field="remove")
     bids = spec.get("bids")
     if not isinstance(bids, list) or len(bids) != L.players:
         raise ScenarioError(f"expected a list of {L.players} bids, one per deciding seat", round=r, field="bids")

@@ -1,0 +1,134 @@
+"""
+# Revolution!
+
+| Import             | `import revolution_env; revolution_env.env(players=3)`            |
+|--------------------|-------------------------------------------------------------------|
+| Environment id     | `revolution_v1` (AEC and Parallel, `pettingzoo.make`)             |
+| Actions            | MultiDiscrete, masked                                             |
+| Parallel API       | Yes (`revolution_env.parallel_env`)                               |
+| Manual control     | `revolution play`                                                 |
+| Agents             | `agents = ['player_0', 'player_1', ...]` (2 to 4)                 |
+| Number of agents   | 2 (with the puppet Guy Fawkes, not an agent), 3 or 4              |
+| Action shape       | `(57,)`: `[C] + [T] * 56`                                         |
+| Action values      | dimension 0 in `[0, C)`, dimensions 1..56 in `[0, T)`             |
+| Observation shape  | `Dict(observation: Box(float32, (N,)), action_mask: Box(int8, (C + 56 T,)))` |
+
+Revolution! (Philip duBarry, Steve Jackson Games 2009) is a game of secret simultaneous bidding and area
+control. Every round each player hides all of their tokens (Force, Blackmail, Gold) on up to six characters;
+the characters are resolved in order, the strictly highest bid winning support, tokens, influence cubes in
+the town's seven areas, or the Spy's and Apothecary's cube tricks. The game ends when every space of the board
+is full; areas are scored by the player with strictly the most cubes. The rules implemented are those of
+`RULES.md` (decisions D1–D18), with the two-player puppet variant and the first edition's Card space.
+
+## Options
+`players` (2, 3, 4; default 3), `bid_refunds` (default: on for 2 players and the first edition, else off),
+`area_control_bonus` (False), `first_edition` (False), `max_rounds` (100), `reward` (`"win_loss"` or
+`"margin"`), `board` (`"standard"` or a path to a board JSON file), `render_mode` (`"ansi"`, `"human"`,
+`"rgb_array"`). An unknown option or a bad value raises `ValueError` naming it.
+
+## Decisions
+An agent is asked one decision at a time; `infos[agent]["decision"]` names it: `bid` (every round, every player;
+in the AEC API players bid one after another but see nothing of the others' bids until all have bid),
+`guy` (two-player Scheming phase: place one bid for the puppet), `spy`, `apothecary_first`,
+`apothecary_second` (the winner, or for the puppet the player who placed its last bid), `remove` (first
+edition's "Remove 1 Influence" card), or `none`.
+
+## Action space
+`MultiDiscrete([C] + [T] * K)`, a subclass whose `sample` also takes the flat mask.
+- Dimension 0, the **choice**, for every decision but `bid` (0 there). Seats are relative to the decider (0 =
+  itself, 1 = next, ..., the puppet last; `S` seats counting the puppet). For `spy`, `apothecary_*`, `remove`:
+  `1 + area * S + seat` picks a cube (areas in board order: Fortress, Town Hall, Harbor, Cathedral, Plantation,
+  Market, Tavern); 0 declines where allowed (`spy`, `apothecary_first`). For `guy`:
+  `1 + (character * 2 + answered) * 2 + mode` (`answered` 0 = own bid, 1 = the opponent's; `mode` 0 = tie,
+  1 = beat); 0 passes where allowed (from Guy's third bid). `C = 1 + max(7 * S, 48 if two players)`.
+- Dimensions 1..K, the **token orders**, for `bid` only: one dimension per token of the game (12 Force, then 12
+  Blackmail, then 32 Gold); dimension `1 + j` of a block is the agent's j-th token of that type and its value the
+  bid target it goes to: the characters in resolution order (0 = General ... 11 = Mercenary, or the Card space in
+  the first edition), then 12 = the Scheming space with two players. Tokens the agent does not hold are 0.
+
+`revolution_env.describe_action(env, agent, action)` writes any action readably, and
+`revolution_env.bid_action(env, "3 gold printer, 1 force priest")` (or a `(T, 3)` count array) builds a bid.
+
+## Action mask
+`observation["action_mask"]` is the flat `int8` concatenation of the per-dimension masks (length `sum(nvec)`),
+the form `sb3_contrib.MaskablePPO` takes; `revolution_env.split_mask(mask, nvec)` gives Gymnasium's tuple form.
+The mask is exact: a token may go only to targets that accept its type; a choice is unmasked if and only if the
+rules allow it. The only limits a per-dimension mask cannot express are settled by the rules: characters past
+the sixth, and Gold past the third on the Card space, go to the bank with no effect. The unwrapped env raises
+`IllegalActionError` (a `ValueError`) naming the offending dimension; `env()` ends the game with -1 to the
+offender, as PettingZoo's `TerminateIllegalWrapper` does.
+
+## Observation space
+A seat-relative float32 vector of what the player may know: round, phase, the decision asked, everyone's
+holdings (public), support, supply, the bank, cubes per area and seat, the revealed bids of the round (or of the
+last round while bidding) with the winner of each target, the first Apothecary pick, the puppet's Scheming
+state, and in the first edition the cards drawn and the composition (never the order) of the draw pile. It
+never holds another player's unrevealed bid. The layout, feature by feature, is
+`revolution_env.observation_layout(**options).describe()`; `.decode(vector)` gives an `ObservationView`.
+Counts are raw; `.scale` is a per-feature divisor for learners.
+
+## Rewards
+`win_loss` (default): at the end, +1 to every winner (ties share the win, D7) and -1 to every other player; in
+the two-player variant, both players get -1 if the puppet is not beaten (D13). `margin`: at the end, the
+player's final support minus the best other seat's (the puppet included), divided by 100. Rewards are 0
+before the end. A game not over at the end of round `max_rounds` is truncated and scored (D8).
+
+## Version history
+- v1: first release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .aec import TerminateIllegalWrapper, env, raw_env
+from .core import ENV_NAME, EnvConfig
+from .encoding import IllegalActionError
+from .observation import ObservationLayout, ObservationView
+from .parallel import parallel_env
+from .spaces import MaskedMultiDiscrete, flat_mask, split_mask
+
+
+def _core(environment: Any):
+    return environment.unwrapped.core if hasattr(environment, "unwrapped") else environment.core
+
+
+def observation_layout(**options: Any) -> ObservationLayout:
+    """The observation layout for these options (``.describe()``, ``.decode(vector)``, ``.scale``)."""
+    from .core import Core
+
+    return Core(EnvConfig.from_options(options)).obs_layout
+
+
+def describe_action(environment: Any, agent: str, action: Any) -> str:
+    """A readable form of ``action`` for ``agent`` in the environment's current state."""
+    core = _core(environment)
+    seat = core.seat_of[agent]
+    return core.codec.describe(action, core.game, seat, core.kind(seat))
+
+
+def bid_action(environment: Any, bid: Any) -> np.ndarray:
+    """The action for a bid written as text (``"3 gold printer, 1 force priest"``) or as (T, 3) counts."""
+    codec = _core(environment).codec
+    counts = codec.parse_bid(bid) if isinstance(bid, str) else np.asarray(bid)
+    return codec.action_from_bid(counts)
+
+
+__all__ = [
+    "ENV_NAME",
+    "IllegalActionError",
+    "MaskedMultiDiscrete",
+    "ObservationLayout",
+    "ObservationView",
+    "TerminateIllegalWrapper",
+    "bid_action",
+    "describe_action",
+    "env",
+    "flat_mask",
+    "observation_layout",
+    "parallel_env",
+    "raw_env",
+    "split_mask",
+]

@@ -1,0 +1,135 @@
+"""The AEC environment and its wrapper stack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+from pettingzoo.utils.env_logger import EnvLogger
+
+from ..engine.game import OVER
+from .core import ENV_NAME, RENDER_MODES, Core, EnvConfig
+from .encoding import IllegalActionError
+from .render import render_frame
+
+
+class raw_env(AECEnv):
+    """Revolution! as an AEC environment (see the package docstring of ``revolution_env.env``)."""
+
+    metadata = {"name": ENV_NAME, "render_modes": list(RENDER_MODES), "is_parallelizable": False, "render_fps": 1}
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__()
+        self.config = EnvConfig.from_options(options)
+        self.render_mode = self.config.render_mode
+        self.core = Core(self.config)
+        self.possible_agents = list(self.core.agents)
+        self.agents = []
+        self.observation_spaces = {a: self.core.observation_space() for a in self.possible_agents}
+        self.action_spaces = {a: self.core.action_space() for a in self.possible_agents}
+        self._seat = self.core.seat_of
+
+    def observation_space(self, agent: str):
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str):
+        return self.action_spaces[agent]
+
+    @property
+    def game(self):
+        """The engine's game (hidden information included)."""
+        return self.core.game
+
+    def state_dict(self) -> dict[str, Any]:
+        """The whole game state as canonical JSON (SCENARIOS.md); includes hidden information."""
+        from ..engine.scenario import state_dict
+
+        return state_dict(self.core.game)
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        if seed is not None:  # None: the game draws a fresh seed (and records it, so the game can be exported)
+            for i, agent in enumerate(self.possible_agents):
+                self.action_spaces[agent].seed(seed + 1 + i)
+        self.core.reset(seed)
+        self.agents = list(self.possible_agents)
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos = {a: {} for a in self.agents}
+        self._update_infos()
+        self.agent_selection = self.agents[self.core.next_seat()]
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        return self.core.observe(self._seat[agent])
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        self._clear_rewards()
+        self.core.act(self._seat[agent], action, agent)
+        game = self.core.game
+        if game.phase == OVER:
+            rewards = self.core.rewards()
+            for a in self.agents:
+                self.rewards[a] = rewards[self._seat[a]]
+            flags = self.truncations if game.truncated else self.terminations
+            for a in self.agents:
+                flags[a] = True
+        self._update_infos()
+        self.agent_selection = self.agents[self.core.next_seat()] if game.phase != OVER else self.agents[0]
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def _update_infos(self) -> None:
+        for a in self.agents:
+            self.infos[a] = {"decision": self.core.kind(self._seat[a])}
+
+    def render(self) -> Any:
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        return render_frame(self.core, self.render_mode)
+
+    def close(self) -> None:
+        pass
+
+
+class TerminateIllegalWrapper(wrappers.BaseWrapper):
+    """PettingZoo's TerminateIllegalWrapper for a MultiDiscrete mask: an action that breaks the mask ends the
+    game, the offender gets ``illegal_reward`` and everyone else 0."""
+
+    def __init__(self, env: AECEnv, illegal_reward: float = -1.0) -> None:
+        super().__init__(env)
+        self._illegal_reward = illegal_reward
+
+    def step(self, action: Any) -> None:
+        raw = self.env.unwrapped
+        agent = self.agent_selection
+        if not (raw.terminations[agent] or raw.truncations[agent]):
+            try:
+                raw.core.codec.check(action, raw.core.mask(raw._seat[agent]), agent, raw.core.kind(raw._seat[agent]))
+            except IllegalActionError:
+                EnvLogger.warn_on_illegal_move()
+                raw._cumulative_rewards[agent] = 0.0
+                raw.terminations = dict.fromkeys(raw.agents, True)
+                raw.truncations = dict.fromkeys(raw.agents, True)
+                raw.rewards = dict.fromkeys(raw.agents, 0.0)
+                raw.rewards[agent] = float(self._illegal_reward)
+                raw._accumulate_rewards()
+                raw._deads_step_first()
+                return
+        super().step(action)
+
+
+def env(**options: Any) -> AECEnv:
+    """The AEC environment with PettingZoo's usual safety wrappers (illegal actions end the game with -1 to the
+    offender; calls out of order raise)."""
+    return wrappers.OrderEnforcingWrapper(TerminateIllegalWrapper(raw_env(**options), illegal_reward=-1.0))

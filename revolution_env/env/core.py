@@ -1,0 +1,150 @@
+"""What the AEC and the Parallel environments share: options, spaces, per-seat decisions, observations,
+applying actions, and rewards. Both are thin shells around one :class:`Core`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from ..engine.components import BoardError
+from ..engine.game import BID, Game, Rules, RulesError, make_layout
+from .encoding import NONE, Codec
+from .observation import ObservationLayout
+from .spaces import MaskedMultiDiscrete
+
+ENV_NAME = "revolution_v1"
+REWARDS = ("win_loss", "margin")
+RENDER_MODES = ("ansi", "human", "rgb_array")
+OPTIONS = (
+    "players",
+    "bid_refunds",
+    "area_control_bonus",
+    "first_edition",
+    "max_rounds",
+    "reward",
+    "board",
+    "render_mode",
+)
+MARGIN_SCALE = 100.0
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    rules: Rules
+    reward: str = "win_loss"
+    render_mode: str | None = None
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> EnvConfig:
+        unknown = [k for k in options if k not in OPTIONS]
+        if unknown:
+            raise ValueError(f"{unknown[0]}: unknown option (options: {', '.join(OPTIONS)})")
+        reward = options.get("reward", "win_loss")
+        if reward not in REWARDS:
+            raise ValueError(f"reward: expected one of {', '.join(REWARDS)}, got {reward!r}")
+        render_mode = options.get("render_mode")
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(f"render_mode: expected one of {', '.join(RENDER_MODES)} or None, got {render_mode!r}")
+        rule_options = {k: v for k, v in options.items() if k not in ("reward", "render_mode")}
+        try:
+            rules = Rules(**rule_options)
+        except RulesError as exc:
+            raise ValueError(str(exc)) from None
+        return cls(rules, reward, render_mode)
+
+
+class Core:
+    """One game as the agents see it."""
+
+    def __init__(self, config: EnvConfig) -> None:
+        self.config = config
+        try:
+            self.layout = make_layout(config.rules)
+        except (BoardError, RulesError) as exc:
+            raise ValueError(f"board: {exc}") from None
+        self.codec = Codec(self.layout)
+        self.obs_layout = ObservationLayout(self.codec)
+        self.agents = [f"player_{i}" for i in range(self.layout.players)]
+        self.seat_of = {a: i for i, a in enumerate(self.agents)}
+        self.game: Game | None = None
+        self._bid_spent = np.zeros(self.layout.players, dtype=bool)  # who has bid this round (AEC)
+        self._pending = np.zeros((self.layout.players, self.layout.n_targets, 3), dtype=np.int64)
+
+    def observation_space(self) -> spaces.Dict:
+        return spaces.Dict(
+            {
+                "observation": spaces.Box(-np.inf, np.inf, (self.obs_layout.size,), np.float32),
+                "action_mask": spaces.Box(0, 1, (self.codec.size,), np.int8),
+            }
+        )
+
+    def action_space(self, seed: int | None = None) -> MaskedMultiDiscrete:
+        return MaskedMultiDiscrete(self.codec.nvec, seed=seed)
+
+    def reset(self, seed: int | None) -> None:
+        self.game = Game(self.layout, seed)
+        self._bid_spent[:] = False
+
+    # --- per seat ----------------------------------------------------------------------------------------------
+
+    def kind(self, seat: int) -> str:
+        """The decision ``seat`` faces now (``none`` if nothing)."""
+        d = self.game.decision
+        if d is None:
+            return NONE
+        if d.kind == BID:
+            return NONE if self._bid_spent[seat] else BID
+        return d.kind if d.seats[0] == seat else NONE
+
+    def observe(self, seat: int) -> dict[str, np.ndarray]:
+        kind = self.kind(seat)
+        return {
+            "observation": self.obs_layout.build(self.game, seat, kind),
+            "action_mask": self.codec.mask(self.game, seat, kind),
+        }
+
+    def mask(self, seat: int) -> np.ndarray:
+        return self.codec.mask(self.game, seat, self.kind(seat))
+
+    # --- acting ------------------------------------------------------------------------------------------------
+
+    def act(self, seat: int, action: Any, agent: str) -> None:
+        """Apply one agent's action (a bid is held until every player has bid)."""
+        kind = self.kind(seat)
+        a = self.codec.check(action, self.codec.mask(self.game, seat, kind), agent, kind)
+        if kind == BID:
+            self._pending[seat] = self.codec.bid_counts(a, self.game.tokens[seat])
+            self._bid_spent[seat] = True
+            if self._bid_spent.all():
+                self._bid_spent[:] = False
+                self.game.submit_bids(self._pending)
+        elif kind != NONE:
+            self.game.choose(self.codec.choice(int(a[0]), seat, kind))
+
+    def next_seat(self) -> int:
+        """Who acts next in the AEC order: the first player yet to bid, or the one deciding."""
+        d = self.game.decision
+        if d is None:
+            return 0
+        if d.kind == BID:
+            return int(np.argmin(self._bid_spent))
+        return d.seats[0]
+
+    # --- the end -----------------------------------------------------------------------------------------------
+
+    def rewards(self) -> list[float]:
+        """Final rewards per player: ``win_loss`` (+1 winners, -1 others) or ``margin`` (final support minus the
+        best other seat's, the puppet included, divided by 100)."""
+        final = self.game.final
+        n = self.layout.players
+        if self.config.reward == "win_loss":
+            return [1.0 if s in final["winners"] else -1.0 for s in range(n)]
+        support = np.asarray(final["support"], dtype=np.float64)
+        out = []
+        for s in range(n):
+            others = np.delete(support, s)
+            out.append(float((support[s] - others.max()) / MARGIN_SCALE))
+        return out

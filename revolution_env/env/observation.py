@@ -1,0 +1,241 @@
+"""Seat-relative observations: the layout of the vector, its builder and its decoder.
+
+The vector holds only what the observing player may know. Seats are relative (0 = the observer, 1 = the next
+seat, ...; the puppet always last). Counts are raw (not scaled): ``ObservationLayout.scale`` gives a per-feature
+divisor for learners that want inputs near [0, 1]. :func:`decode` turns a vector back into an
+:class:`ObservationView`, which is what the heuristic bots read, so they see exactly what a learner sees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..engine.game import BIDDING, OVER, RESOLUTION, SCHEMING, Game, Layout
+from .encoding import KINDS, Codec
+
+PHASES = (BIDDING, SCHEMING, RESOLUTION, OVER)
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    start: int
+    shape: tuple[int, ...]
+    scale: float
+    doc: str
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.size
+
+
+class ObservationLayout:
+    """The features of the observation vector, in order. ``layout.features`` documents each one."""
+
+    def __init__(self, codec: Codec) -> None:
+        L = codec.layout
+        S, A, T = codec.S, codec.A, codec.T
+        self.codec = codec
+        self.seats, self.areas, self.targets = S, A, T
+        self.n_characters = L.n_characters
+        self.puppet = L.puppet >= 0
+        self.first_edition = L.card_space >= 0
+        self.card_names = tuple(dict.fromkeys(c.name for c in L.components.deck)) if self.first_edition else ()
+        self._card_type = (
+            np.array([self.card_names.index(c.name) for c in L.components.deck]) if self.first_edition else None
+        )
+        spec: list[tuple[str, tuple[int, ...], float, str]] = [
+            ("round", (1,), 20.0, "the round being played (1, 2, ...)"),
+            ("rounds_left", (1,), 20.0, "max_rounds minus round"),
+            ("phase", (4,), 1.0, "one-hot: bidding, scheming, resolution, over"),
+            ("decision", (len(KINDS),), 1.0, "one-hot of what the observer is asked: " + ", ".join(KINDS)),
+            ("for_puppet", (1,), 1.0, "1 when the observer decides for the puppet (Guy's Spy or Apothecary)"),
+            ("can_decline", (1,), 1.0, "1 when the pending decision may be declined or passed"),
+            ("tokens", (S, 3), 10.0, "tokens held per seat: force, blackmail, gold (public, RULES.md §2)"),
+            ("support", (S,), 100.0, "support track per seat"),
+            ("supply", (S,), 25.0, "cubes not on the board, per seat"),
+            ("bank", (3,), 32.0, "tokens in the bank: force, blackmail, gold"),
+            ("cubes", (A, S), 8.0, "cubes per area (board order) and seat"),
+            ("free", (A,), 8.0, "empty spaces per area"),
+            (
+                "bids",
+                (S, T, 3),
+                10.0,
+                "the revealed bids of `bids_round` per seat, target and token (puppet's included)",
+            ),
+            ("bids_current", (1,), 1.0, "1 when `bids` are this round's (revealed), 0 when they are the last round's"),
+            ("winners", (T, S + 2), 1.0, "per target, one-hot: unresolved, nobody, then the winning seat"),
+            ("apothecary_first", (A, S), 1.0, "one-hot: the cube picked first for the Apothecary swap"),
+        ]
+        if self.puppet:
+            spec += [
+                ("scheming_gold", (S,), 10.0, "Gold each seat put on the Scheming space in `bids_round`"),
+                ("guy_bids", (1,), 6.0, "Guy bids placed this round"),
+                ("guy_last_placer", (S + 1,), 1.0, "one-hot: nobody yet, then the seat that placed Guy's last bid"),
+            ]
+        if self.first_edition:
+            n = len(self.card_names)
+            spec += [
+                (
+                    "cards_drawn",
+                    (S, n),
+                    3.0,
+                    "cards drawn in `bids_round` per seat and card type: " + ", ".join(self.card_names),
+                ),
+                ("deck_left", (n,), 4.0, "cards of each type left in the draw pile (its order stays hidden)"),
+            ]
+        spec.append(("final_support", (S,), 100.0, "final support (track + tokens + areas) once the game is over"))
+        self.features: dict[str, Feature] = {}
+        start = 0
+        for name, shape, scale, doc in spec:
+            f = Feature(name, start, shape, scale, doc)
+            self.features[name] = f
+            start = f.stop
+        self.size = start
+        self.scale = np.ones(self.size, dtype=np.float32)
+        for f in self.features.values():
+            self.scale[f.start : f.stop] = f.scale
+        self._slices = {name: slice(f.start, f.stop) for name, f in self.features.items()}
+
+    def describe(self) -> str:
+        """The layout as a table (name, index range, shape, meaning)."""
+        rows = [f"{'feature':<17} {'indices':<11} {'shape':<12} meaning"]
+        for f in self.features.values():
+            rows.append(f"{f.name:<17} {f'{f.start}:{f.stop}':<11} {str(f.shape):<12} {f.doc}")
+        return "\n".join(rows)
+
+    # --- building ----------------------------------------------------------------------------------------------
+
+    def build(self, game: Game, seat: int, kind: str) -> np.ndarray:
+        """The observation vector of ``seat``, who faces decision ``kind``."""
+        c = self.codec
+        perm = c.perm[seat]
+        sl = self._slices
+        v = np.zeros(self.size, dtype=np.float32)
+        v[sl["round"]] = game.round
+        v[sl["rounds_left"]] = game.rules.max_rounds - game.round
+        v[sl["phase"].start + PHASES.index(game.phase)] = 1
+        v[sl["decision"].start + KINDS.index(kind)] = 1
+        if kind != "none" and kind != "bid":
+            v[sl["can_decline"]] = game.can_decline()
+            puppet = game.layout.puppet
+            if puppet >= 0 and kind in ("spy", "apothecary_first", "apothecary_second"):
+                v[sl["for_puppet"]] = (
+                    game.winners[game.layout.spy if kind == "spy" else game.layout.apothecary] == puppet
+                )
+        v[sl["tokens"]] = game.tokens[perm].ravel()
+        v[sl["support"]] = game.support[perm]
+        v[sl["supply"]] = game.supply[perm]
+        v[sl["bank"]] = game.bank
+        cubes = game.cubes[:, perm]
+        v[sl["cubes"]] = cubes.ravel()
+        v[sl["free"]] = game.layout.spaces - cubes.sum(1)
+        if game.revealed_round:
+            v[sl["bids"]] = game.revealed[perm].ravel()
+            v[sl["bids_current"]] = game.revealed_round == game.round and game.phase != BIDDING
+            w = game.winners
+            onehot = np.zeros((self.targets, self.seats + 2), dtype=np.float32)
+            col = np.where(w >= 0, np.argsort(perm)[np.clip(w, 0, None)] + 2, w + 2)
+            onehot[np.arange(self.targets), col] = 1
+            v[sl["winners"]] = onehot.ravel()
+        else:
+            v[sl["winners"].start : sl["winners"].stop : self.seats + 2] = 1  # unresolved
+        if game._apothecary_first is not None and kind == "apothecary_second":
+            area, s = game._apothecary_first
+            v[sl["apothecary_first"].start + area * self.seats + int(np.argsort(perm)[s])] = 1
+        if self.puppet:
+            v[sl["scheming_gold"]] = game.scheming_gold[perm]
+            if game.revealed_round == game.round and game.phase != BIDDING:
+                v[sl["guy_bids"]] = game._guy_count
+            last = game.guy_last_placer
+            v[sl["guy_last_placer"].start + (0 if last < 0 else 1 + int(np.argsort(perm)[last]))] = 1
+        if self.first_edition:
+            drawn = np.zeros((self.seats, len(self.card_names)), dtype=np.float32)
+            inverse = np.argsort(perm)
+            for s, i in game.cards_drawn:
+                drawn[inverse[s], self._card_type[i]] += 1
+            v[sl["cards_drawn"]] = drawn.ravel()
+            v[sl["deck_left"]] = np.bincount(self._card_type[game._draw_pile], minlength=len(self.card_names))
+        if game.final is not None:
+            v[sl["final_support"]] = np.asarray(game.final["support"])[perm]
+        return v
+
+    # --- decoding ----------------------------------------------------------------------------------------------
+
+    def decode(self, vector: np.ndarray) -> ObservationView:
+        v = np.asarray(vector, dtype=np.float32)
+        if v.shape != (self.size,):
+            raise ValueError(f"observation: expected a vector of length {self.size}, got shape {v.shape}")
+
+        def get(name: str) -> np.ndarray:
+            f = self.features[name]
+            return np.rint(v[f.start : f.stop]).astype(np.int64).reshape(f.shape)
+
+        winners = get("winners").argmax(1) - 2  # -2 unresolved, -1 nobody, else relative seat
+        first = get("apothecary_first")
+        last = int(get("guy_last_placer").argmax()) - 1 if self.puppet else -1
+        return ObservationView(
+            round=int(get("round")[0]),
+            rounds_left=int(get("rounds_left")[0]),
+            phase=PHASES[int(get("phase").argmax())],
+            decision=KINDS[int(get("decision").argmax())],
+            for_puppet=bool(get("for_puppet")[0]),
+            can_decline=bool(get("can_decline")[0]),
+            tokens=get("tokens"),
+            support=get("support"),
+            supply=get("supply"),
+            bank=get("bank"),
+            cubes=get("cubes"),
+            free=get("free"),
+            bids=get("bids"),
+            bids_current=bool(get("bids_current")[0]),
+            winners=winners,
+            apothecary_first=tuple(int(x) for x in np.argwhere(first)[0]) if first.any() else None,
+            scheming_gold=get("scheming_gold") if self.puppet else np.zeros(self.seats, dtype=np.int64),
+            guy_bids=int(get("guy_bids")[0]) if self.puppet else 0,
+            guy_last_placer=last,
+            cards_drawn=get("cards_drawn") if self.first_edition else None,
+            deck_left=get("deck_left") if self.first_edition else None,
+            final_support=get("final_support") if v[self._slices["phase"]][3] else None,
+            puppet=self.seats - 1 if self.puppet else -1,
+        )
+
+
+@dataclass
+class ObservationView:
+    """A readable observation. Seats are relative: 0 is the observer; ``puppet`` is the puppet's seat or -1.
+    Arrays are indexed as in the feature table (``ObservationLayout.describe()``)."""
+
+    round: int
+    rounds_left: int
+    phase: str
+    decision: str
+    for_puppet: bool
+    can_decline: bool
+    tokens: np.ndarray  # (S, 3)
+    support: np.ndarray  # (S,)
+    supply: np.ndarray  # (S,)
+    bank: np.ndarray  # (3,)
+    cubes: np.ndarray  # (A, S)
+    free: np.ndarray  # (A,)
+    bids: np.ndarray  # (S, T, 3)
+    bids_current: bool
+    winners: np.ndarray  # (T,): -2 unresolved, -1 nobody, else the winning seat
+    apothecary_first: tuple[int, int] | None
+    scheming_gold: np.ndarray
+    guy_bids: int
+    guy_last_placer: int
+    cards_drawn: np.ndarray | None
+    deck_left: np.ndarray | None
+    final_support: np.ndarray | None
+    puppet: int
+
+
+def observation_layout_for(layout: Layout) -> ObservationLayout:
+    return ObservationLayout(Codec(layout))

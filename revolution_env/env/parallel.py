@@ -1,0 +1,94 @@
+"""The Parallel environment: bidding is one simultaneous step; every other decision is a step in which only
+the deciding agent has a non-trivial mask (the others must send the all-zero action, or nothing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from pettingzoo import ParallelEnv
+
+from ..engine.game import BID, OVER
+from .core import ENV_NAME, RENDER_MODES, Core, EnvConfig
+from .encoding import NONE
+from .render import render_frame
+
+
+class parallel_env(ParallelEnv):
+    metadata = {"name": ENV_NAME, "render_modes": list(RENDER_MODES), "is_parallelizable": True, "render_fps": 1}
+
+    def __init__(self, **options: Any) -> None:
+        self.config = EnvConfig.from_options(options)
+        self.render_mode = self.config.render_mode
+        self.core = Core(self.config)
+        self.possible_agents = list(self.core.agents)
+        self.agents: list[str] = []
+        self.observation_spaces = {a: self.core.observation_space() for a in self.possible_agents}
+        self.action_spaces = {a: self.core.action_space() for a in self.possible_agents}
+
+    def observation_space(self, agent: str):
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str):
+        return self.action_spaces[agent]
+
+    @property
+    def game(self):
+        return self.core.game
+
+    def state_dict(self) -> dict[str, Any]:
+        from ..engine.scenario import state_dict
+
+        return state_dict(self.core.game)
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            for i, agent in enumerate(self.possible_agents):
+                self.action_spaces[agent].seed(seed + 1 + i)
+        self.core.reset(seed)
+        self.agents = list(self.possible_agents)
+        return self._observations(), self._infos()
+
+    def step(self, actions: dict[str, Any]):
+        core = self.core
+        unknown = [a for a in actions if a not in self.agents]
+        if unknown:
+            raise ValueError(f"actions: {unknown[0]!r} is not a live agent (agents: {self.agents})")
+        d = core.game.decision
+        deciders = self.agents if d.kind == BID else [self.agents[d.seats[0]]]
+        for agent in deciders:
+            if agent not in actions:
+                raise ValueError(f"actions: {agent} must act now (decision {core.kind(core.seat_of[agent])!r})")
+        for agent, action in actions.items():
+            if agent not in deciders:  # nothing to decide: only the all-zero action is legal
+                core.codec.check(action, core.codec.mask(core.game, core.seat_of[agent], NONE), agent, NONE)
+        for agent in deciders:
+            core.act(core.seat_of[agent], actions[agent], agent)
+        over = core.game.phase == OVER
+        rewards = dict.fromkeys(self.agents, 0.0)
+        if over:
+            rewards = {a: r for a, r in zip(self.agents, core.rewards())}
+        terminations = dict.fromkeys(self.agents, over and not core.game.truncated)
+        truncations = dict.fromkeys(self.agents, over and core.game.truncated)
+        observations, infos = self._observations(), self._infos()
+        if over:
+            self.agents = []
+        if self.render_mode == "human":
+            self.render()
+        return observations, rewards, terminations, truncations, infos
+
+    def _observations(self) -> dict[str, dict[str, np.ndarray]]:
+        return {a: self.core.observe(i) for i, a in enumerate(self.possible_agents) if a in self.agents}
+
+    def _infos(self) -> dict[str, dict[str, str]]:
+        return {a: {"decision": self.core.kind(i)} for i, a in enumerate(self.possible_agents) if a in self.agents}
+
+    def render(self) -> Any:
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        return render_frame(self.core, self.render_mode)
+
+    def close(self) -> None:
+        pass
