@@ -221,6 +221,9 @@ class Game:
         self._apothecary_first: tuple[int, int] | None = None
         self._spy_owner = -1
         self._guy_cache: tuple[np.ndarray, np.ndarray] | None = None
+        self._cube_cache: tuple[Decision | None, np.ndarray | None] = (None, None)
+        self._winner: list[int] | None = None  # per target, the strictly highest bidder (-1 none), once final
+        self._contested: list[bool] = []
         self._card_queue: list[list[int]] = []  # [seat, cards still to draw]
         self._draw_pile: list[int] = []
         if L.card_space >= 0:
@@ -255,13 +258,18 @@ class Game:
         d = self.decision
         if d is None or d.kind not in CUBE_DECISIONS:
             raise IllegalAction(f"no cube decision is pending (pending: {d.kind if d else 'nothing'})")
-        if d.kind == SPY:
-            return self._spy_targets(self._spy_owner)
-        if d.kind == APOTHECARY_FIRST:
-            return self._apothecary_first_targets()
-        if d.kind == APOTHECARY_SECOND:
-            return self._apothecary_second_targets(*self._apothecary_first)
-        return self._remove_targets(d.seat)
+        if self._cube_cache[0] is not d:  # the state does not change while a decision is pending
+            if d.kind == SPY:
+                ok = self._spy_targets(self._spy_owner)
+            elif d.kind == APOTHECARY_FIRST:
+                ok = self._apothecary_first_targets()
+            elif d.kind == APOTHECARY_SECOND:
+                ok = self._apothecary_second_targets(*self._apothecary_first)
+            else:
+                ok = self._remove_targets(d.seat)
+            ok.flags.writeable = False
+            self._cube_cache = (d, ok)
+        return self._cube_cache[1]
 
     def can_decline(self) -> bool:
         """Whether the pending decision may be declined (Spy, first Apothecary pick) or passed (Guy, D12)."""
@@ -508,6 +516,8 @@ class Game:
     def _advance(self) -> None:
         """Run the rules until a decision is needed or the game is over."""
         L = self.layout
+        if self.phase == RESOLUTION and self.cursor == 0 and self._winner is None:
+            self._contest()
         while self.decision is None and self.phase == RESOLUTION:
             if self._card_queue:
                 self._draw_cards()
@@ -521,15 +531,23 @@ class Game:
             else:
                 self._end_round()
 
+    def _contest(self) -> None:
+        """Once bids are final (after Scheming), find each character's strictly highest bid (RULES.md §3, §4)."""
+        keys = self.layout.strength @ self.bids.transpose(0, 2, 1)  # (S, T)
+        best = keys.max(0)
+        unique = (keys == best).sum(0) == 1
+        self._contested = best > 0
+        self._winner = np.where(self._contested & unique, keys.argmax(0), -1).tolist()
+        self._contested = self._contested.tolist()
+
     def _resolve_character(self, c: int) -> None:
         """RULES.md §4: the strictly highest bid wins; tokens are spent; benefits come at once."""
         L = self.layout
+        if not self._contested[c]:
+            self.winners[c] = -1  # nobody bid
+            return
         col = self.bids[:, c]
-        keys = col @ L.strength
-        best = keys.max()
-        winner = -1
-        if best > 0 and np.count_nonzero(keys == best) == 1:
-            winner = int(keys.argmax())
+        winner = self._winner[c]
         if self.rules.bid_refunds:
             if winner >= 0:
                 self.bank += col[winner]
@@ -685,6 +703,7 @@ class Game:
 
     def _start_bidding(self) -> None:
         L = self.layout
+        self._winner = None
         self.phase = BIDDING  # revealed, winners, scheming_gold and cards_drawn keep the last round's story
         self.decision = Decision(BID, tuple(range(L.players)))
 

@@ -71,9 +71,9 @@ class raw_env(AECEnv):
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
+        self.core.act(self._seat[agent], action, agent)  # raises IllegalActionError before changing anything
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()
-        self.core.act(self._seat[agent], action, agent)
         game = self.core.game
         if game.phase == OVER:
             rewards = self.core.rewards()
@@ -115,7 +115,7 @@ class TerminateIllegalWrapper(wrappers.BaseWrapper):
         agent = self.agent_selection
         if not (raw.terminations[agent] or raw.truncations[agent]):
             try:
-                raw.core.codec.check(action, raw.core.mask(raw._seat[agent]), agent, raw.core.kind(raw._seat[agent]))
+                self.env.step(action)  # the raw env checks the action before it changes anything
             except IllegalActionError:
                 EnvLogger.warn_on_illegal_move()
                 raw._cumulative_rewards[agent] = 0.0
@@ -125,7 +125,7 @@ class TerminateIllegalWrapper(wrappers.BaseWrapper):
                 raw.rewards[agent] = float(self._illegal_reward)
                 raw._accumulate_rewards()
                 raw._deads_step_first()
-                return
+            return
         super().step(action)
 
 

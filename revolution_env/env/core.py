@@ -87,6 +87,7 @@ class Core:
     def reset(self, seed: int | None) -> None:
         self.game = Game(self.layout, seed)
         self._bid_spent[:] = False
+        self._masks: list[np.ndarray | None] = [None] * self.layout.players
 
     # --- per seat ----------------------------------------------------------------------------------------------
 
@@ -103,18 +104,24 @@ class Core:
         kind = self.kind(seat)
         return {
             "observation": self.obs_layout.build(self.game, seat, kind),
-            "action_mask": self.codec.mask(self.game, seat, kind),
+            "action_mask": self.mask(seat).copy(),
         }
 
     def mask(self, seat: int) -> np.ndarray:
-        return self.codec.mask(self.game, seat, self.kind(seat))
+        """The seat's mask, computed once per state (read-only: copy before changing it)."""
+        m = self._masks[seat]
+        if m is None:
+            m = self._masks[seat] = self.codec.mask(self.game, seat, self.kind(seat))
+            m.flags.writeable = False
+        return m
 
     # --- acting ------------------------------------------------------------------------------------------------
 
     def act(self, seat: int, action: Any, agent: str) -> None:
         """Apply one agent's action (a bid is held until every player has bid)."""
         kind = self.kind(seat)
-        a = self.codec.check(action, self.codec.mask(self.game, seat, kind), agent, kind)
+        a = self.codec.check(action, self.mask(seat), agent, kind)
+        self._masks = [None] * self.layout.players  # every action changes what someone may do
         if kind == BID:
             self._pending[seat] = self.codec.bid_counts(a, self.game.tokens[seat])
             self._bid_spent[seat] = True

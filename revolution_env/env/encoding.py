@@ -49,6 +49,7 @@ class Codec:
             if L.puppet >= 0:
                 order.append(L.puppet)
             self.perm.append(np.array(order, dtype=np.int64))
+        self.inv = [np.argsort(p) for p in self.perm]  # absolute seat -> relative seat
         # The mask of "nothing to decide": only the all-zero action.
         self._none_mask = np.zeros(self.size, dtype=np.int8)
         self._none_mask[self.offsets] = 1

@@ -16,6 +16,8 @@ from ..engine.game import BIDDING, OVER, RESOLUTION, SCHEMING, Game, Layout
 from .encoding import KINDS, Codec
 
 PHASES = (BIDDING, SCHEMING, RESOLUTION, OVER)
+PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
+KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,13 @@ class ObservationLayout:
         for f in self.features.values():
             self.scale[f.start : f.stop] = f.scale
         self._slices = {name: slice(f.start, f.stop) for name, f in self.features.items()}
+        self._at = {name: f.start for name, f in self.features.items()}
+        sl = self._slices
+        self._sl_tokens, self._sl_support, self._sl_supply = sl["tokens"], sl["support"], sl["supply"]
+        self._sl_bank, self._sl_cubes, self._sl_free, self._sl_bids = sl["bank"], sl["cubes"], sl["free"], sl["bids"]
+        # winners one-hot: index of (target, column) where column 0 = unresolved, 1 = nobody, 2 + relative seat
+        self._winner_base = self._at["winners"] + np.arange(T) * (S + 2)
+        self._winner_col = [np.concatenate([[0, 1], 2 + inv]) for inv in codec.inv]
 
     def describe(self) -> str:
         """The layout as a table (name, index range, shape, meaning)."""
@@ -115,55 +124,49 @@ class ObservationLayout:
     def build(self, game: Game, seat: int, kind: str) -> np.ndarray:
         """The observation vector of ``seat``, who faces decision ``kind``."""
         c = self.codec
-        perm = c.perm[seat]
-        sl = self._slices
+        perm, inv = c.perm[seat], c.inv[seat]
+        f = self._at
         v = np.zeros(self.size, dtype=np.float32)
-        v[sl["round"]] = game.round
-        v[sl["rounds_left"]] = game.rules.max_rounds - game.round
-        v[sl["phase"].start + PHASES.index(game.phase)] = 1
-        v[sl["decision"].start + KINDS.index(kind)] = 1
+        v[f["round"]] = game.round
+        v[f["rounds_left"]] = game.rules.max_rounds - game.round
+        v[f["phase"] + PHASE_INDEX[game.phase]] = 1
+        v[f["decision"] + KIND_INDEX[kind]] = 1
+        L = game.layout
         if kind != "none" and kind != "bid":
-            v[sl["can_decline"]] = game.can_decline()
-            puppet = game.layout.puppet
-            if puppet >= 0 and kind in ("spy", "apothecary_first", "apothecary_second"):
-                v[sl["for_puppet"]] = (
-                    game.winners[game.layout.spy if kind == "spy" else game.layout.apothecary] == puppet
-                )
-        v[sl["tokens"]] = game.tokens[perm].ravel()
-        v[sl["support"]] = game.support[perm]
-        v[sl["supply"]] = game.supply[perm]
-        v[sl["bank"]] = game.bank
+            v[f["can_decline"]] = game.can_decline()
+            if L.puppet >= 0 and kind in ("spy", "apothecary_first", "apothecary_second"):
+                v[f["for_puppet"]] = game.winners[L.spy if kind == "spy" else L.apothecary] == L.puppet
+        v[self._sl_tokens] = game.tokens[perm].ravel()
+        v[self._sl_support] = game.support[perm]
+        v[self._sl_supply] = game.supply[perm]
+        v[self._sl_bank] = game.bank
         cubes = game.cubes[:, perm]
-        v[sl["cubes"]] = cubes.ravel()
-        v[sl["free"]] = game.layout.spaces - cubes.sum(1)
+        v[self._sl_cubes] = cubes.ravel()
+        v[self._sl_free] = L.spaces - cubes.sum(1)
         if game.revealed_round:
-            v[sl["bids"]] = game.revealed[perm].ravel()
-            v[sl["bids_current"]] = game.revealed_round == game.round and game.phase != BIDDING
-            w = game.winners
-            onehot = np.zeros((self.targets, self.seats + 2), dtype=np.float32)
-            col = np.where(w >= 0, np.argsort(perm)[np.clip(w, 0, None)] + 2, w + 2)
-            onehot[np.arange(self.targets), col] = 1
-            v[sl["winners"]] = onehot.ravel()
+            v[self._sl_bids] = game.revealed[perm].ravel()
+            v[f["bids_current"]] = game.revealed_round == game.round and game.phase != BIDDING
+            v[self._winner_base + self._winner_col[seat][game.winners + 2]] = 1
         else:
-            v[sl["winners"].start : sl["winners"].stop : self.seats + 2] = 1  # unresolved
-        if game._apothecary_first is not None and kind == "apothecary_second":
+            v[self._winner_base] = 1  # unresolved
+        if kind == "apothecary_second":
             area, s = game._apothecary_first
-            v[sl["apothecary_first"].start + area * self.seats + int(np.argsort(perm)[s])] = 1
+            v[f["apothecary_first"] + area * self.seats + inv[s]] = 1
         if self.puppet:
-            v[sl["scheming_gold"]] = game.scheming_gold[perm]
+            v[self._slices["scheming_gold"]] = game.scheming_gold[perm]
             if game.revealed_round == game.round and game.phase != BIDDING:
-                v[sl["guy_bids"]] = game._guy_count
+                v[f["guy_bids"]] = game._guy_count
             last = game.guy_last_placer
-            v[sl["guy_last_placer"].start + (0 if last < 0 else 1 + int(np.argsort(perm)[last]))] = 1
+            v[f["guy_last_placer"] + (0 if last < 0 else 1 + inv[last])] = 1
         if self.first_edition:
-            drawn = np.zeros((self.seats, len(self.card_names)), dtype=np.float32)
-            inverse = np.argsort(perm)
-            for s, i in game.cards_drawn:
-                drawn[inverse[s], self._card_type[i]] += 1
-            v[sl["cards_drawn"]] = drawn.ravel()
-            v[sl["deck_left"]] = np.bincount(self._card_type[game._draw_pile], minlength=len(self.card_names))
+            if game.cards_drawn:
+                drawn = np.zeros((self.seats, len(self.card_names)), dtype=np.float32)
+                for s, i in game.cards_drawn:
+                    drawn[inv[s], self._card_type[i]] += 1
+                v[self._slices["cards_drawn"]] = drawn.ravel()
+            v[self._slices["deck_left"]] = np.bincount(self._card_type[game._draw_pile], minlength=len(self.card_names))
         if game.final is not None:
-            v[sl["final_support"]] = np.asarray(game.final["support"])[perm]
+            v[self._slices["final_support"]] = np.asarray(game.final["support"])[perm]
         return v
 
     # --- decoding ----------------------------------------------------------------------------------------------
