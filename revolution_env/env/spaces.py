@@ -30,29 +30,31 @@ class MaskedMultiDiscrete(MultiDiscrete):
 
     def __init__(self, nvec: Sequence[int], seed: int | np.random.Generator | None = None) -> None:
         super().__init__(np.asarray(nvec, dtype=np.int64), seed=seed)
-        self._uniform = bool(np.all(self.nvec == self.nvec[-1]))  # every dimension but the first is of one size
         self._n0 = int(self.nvec[0])
+        self._size = int(self.nvec.sum())
+        self._rows, self._cols = len(self.nvec) - 1, int(self.nvec[1]) if len(self.nvec) > 1 else 0
+        self._regular = len(self.nvec) > 1 and bool(np.all(self.nvec[1:] == self.nvec[1]))
 
     def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
         if mask is None or probability is not None or isinstance(mask, tuple):
             return super().sample(mask=mask, probability=probability)
         mask = np.asarray(mask)
-        n = int(self.nvec.sum())
+        n = self._size
         if mask.ndim != 1 or mask.shape[0] != n:
             raise ValueError(f"mask: expected a flat array of length {n} (or a tuple of masks), got shape {mask.shape}")
-        if not np.all(self.nvec[1:] == self.nvec[1]):
+        if not self._regular:
             return super().sample(mask=split_mask(mask, self.nvec))
-        rng = self.np_random
-        rest = mask[self._n0 :].reshape(len(self.nvec) - 1, int(self.nvec[1])) > 0
+        # Uniform noise in [0, 1) plus the mask: the largest entry of a dimension is a uniformly chosen allowed
+        # value (>= 1), all dimensions at once. A dimension with nothing allowed gives 0, as in Gymnasium.
+        score = self.np_random.random(n)
+        score += mask
+        rest = score[self._n0 :].reshape(self._rows, self._cols)
         out = np.empty(len(self.nvec), dtype=self.dtype)
-        out[0] = _pick(mask[: self._n0] > 0, rng)
-        # argmax of uniform noise over the allowed entries: uniform among them, all dimensions at once
-        noise = rng.random(rest.shape)
-        noise[~rest] = -1.0
-        out[1:] = noise.argmax(1)
+        out[1:] = rest.argmax(1)
+        out[0] = score[: self._n0].argmax()
+        if score[: self._n0].max() < 1:
+            out[0] = 0
+        empty = rest.max(1) < 1
+        if empty.any():
+            out[1:][empty] = 0
         return out
-
-
-def _pick(allowed: np.ndarray, rng: np.random.Generator) -> int:
-    idx = np.flatnonzero(allowed)
-    return 0 if len(idx) == 0 else int(idx[rng.integers(len(idx))])
