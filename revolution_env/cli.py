@@ -73,6 +73,12 @@ def cmd_random(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_main(args: argparse.Namespace) -> int:
+    """The README's main job."""
+    print("A seeded random game of Revolution! (3 players):\n")
+    return cmd_random(argparse.Namespace(**{**vars(args), "quiet": True, "export": None}))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="revolution", description="Revolution!: rules engine, environment and bots.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -90,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="print only the final state")
     p.add_argument("--export", metavar="FILE", help="also save the game as a scenario file that replays it")
     p.set_defaults(func=cmd_random)
+    p = sub.add_parser("main", help="the README's main job")
+    add_rule_options(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_main)
     return parser
 
 
