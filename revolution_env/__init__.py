@@ -7,6 +7,7 @@ with PettingZoo as ``revolution_v1`` (``pettingzoo.make("aec", "revolution_v1")`
 
 import warnings
 
+from .agents import Agent, load_agent
 from .engine import Game, Rules, run_scenario, state_dict
 from .env import (
     IllegalActionError,
@@ -40,6 +41,7 @@ def _register() -> None:
 _register()
 
 __all__ = [
+    "Agent",
     "Game",
     "IllegalActionError",
     "MaskedMultiDiscrete",
@@ -50,6 +52,7 @@ __all__ = [
     "describe_action",
     "env",
     "flat_mask",
+    "load_agent",
     "observation_layout",
     "parallel_env",
     "raw_env",

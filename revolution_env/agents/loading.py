@@ -1,0 +1,75 @@
+"""Build an agent from a spec string: ``random``, a heuristic's name, or a checkpoint file.
+
+Specs are what the command line and the evaluation reports call agents. A checkpoint (a ``.zip`` or ``.pt``
+file, or any existing file) is loaded by the training package when it is installed
+(``training.policy.load_policy_agent``); the agents layer itself knows nothing about learners.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .base import Agent, RandomAgent
+
+CHECKPOINT_SUFFIXES = (".zip", ".pt")
+
+
+def _heuristics() -> Mapping[str, Callable[..., Agent]]:
+    """The heuristic bots by name, or nothing where the module is not there (yet)."""
+    try:
+        module = importlib.import_module("revolution_env.agents.heuristics")
+    except ModuleNotFoundError as exc:
+        if exc.name != "revolution_env.agents.heuristics":
+            raise
+        return {}
+    return dict(getattr(module, "HEURISTICS", {}))
+
+
+def known_specs() -> list[str]:
+    """The agent names ``load_agent`` knows, checkpoints aside."""
+    return ["random", *sorted(_heuristics())]
+
+
+def is_checkpoint(spec: str) -> bool:
+    return spec.endswith(CHECKPOINT_SUFFIXES) or os.path.isfile(spec)
+
+
+def load_checkpoint_agent(path: str, **env_options: Any) -> Agent:
+    """A trained policy as an agent, through ``training.policy.load_policy_agent`` (the training package)."""
+    if not os.path.isfile(path):
+        raise ValueError(f"checkpoint {path!r}: no such file")
+    try:
+        policy = importlib.import_module("training.policy")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("training", "training.policy"):
+            raise
+        policy = None
+    loader = getattr(policy, "load_policy_agent", None)
+    if loader is None:
+        raise ValueError(
+            f"checkpoint {path!r}: checkpoints are loaded by the training package "
+            "(training.policy.load_policy_agent), which is not available"
+        )
+    return loader(path, **env_options)
+
+
+def load_agent(spec: str, **env_options: Any) -> Agent:
+    """The agent a spec names, built for these environment options.
+
+    ``"random"`` is :class:`RandomAgent`; a heuristic's name comes from
+    ``revolution_env.agents.heuristics.HEURISTICS``; a ``.zip``/``.pt`` path or an existing file is a checkpoint.
+    An unknown spec raises ``ValueError`` listing the known names.
+    """
+    if not isinstance(spec, str) or not spec:
+        raise ValueError(f"agent spec: expected a non-empty string, got {spec!r}")
+    if spec == "random":
+        return RandomAgent(**env_options)
+    heuristics = _heuristics()
+    if spec in heuristics:
+        return heuristics[spec](**env_options)
+    if is_checkpoint(spec):
+        return load_checkpoint_agent(spec, **env_options)
+    raise ValueError(f"unknown agent spec {spec!r} (known: {', '.join(known_specs())}, or a checkpoint file .zip/.pt)")

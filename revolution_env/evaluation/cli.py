@@ -1,0 +1,127 @@
+"""``revolution eval``: play a lineup (``--agents``) or a round robin (``--pool``) and report on it."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from typing import Any, NoReturn
+
+from .runner import default_workers, evaluate_lineup, evaluate_pool
+
+DESCRIPTION = """Evaluate agents: a lineup (--agents, one spec per seat) or a round robin (--pool). Every lineup is
+rotated over all seat orders; the evaluation is reproducible from --seed whatever --workers is. Agent specs:
+random, a heuristic's name, or a checkpoint file (.zip/.pt)."""
+
+
+class UsageError(ValueError):
+    """Bad input on the command line."""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``eval`` with the ``revolution`` command line."""
+    from ..cli import add_rule_options
+
+    p = subparsers.add_parser("eval", help="evaluate agents: a lineup or a round robin", description=DESCRIPTION)
+    add_rule_options(p)
+    p.add_argument("--agents", nargs="+", metavar="SPEC", help="a lineup: one agent spec per player")
+    p.add_argument("--pool", nargs="+", metavar="SPEC", help="a round robin over every lineup of these agents")
+    p.add_argument("--games", type=int, default=100, help="games per lineup (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="the seed of the whole evaluation (default 0)")
+    p.add_argument("--out", metavar="DIR", help="write results.json, games.jsonl, report.md and plots here")
+    p.add_argument(
+        "--workers", type=int, default=None, help=f"processes that play the games (default {default_workers()})"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    p.set_defaults(func=cmd_eval)
+    p.error = _one_line_error  # a bad flag is one line, like every other input error here
+    return p
+
+
+def _one_line_error(message: str) -> NoReturn:
+    print(f"error: {message} (see revolution eval --help)", file=sys.stderr)
+    sys.exit(2)
+
+
+def env_options(args: argparse.Namespace) -> dict[str, Any]:
+    options = {
+        "players": args.players,
+        "area_control_bonus": args.area_control_bonus,
+        "first_edition": args.first_edition,
+        "max_rounds": args.max_rounds,
+    }
+    if args.bid_refunds is not None:
+        options["bid_refunds"] = args.bid_refunds
+    if args.board != "standard":
+        options["board"] = args.board
+    return options
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Raise UsageError (one line) for input that cannot be evaluated."""
+    if (args.agents is None) == (args.pool is None):
+        raise UsageError("give exactly one of --agents (a lineup) and --pool (a round robin)")
+    if args.players not in (2, 3, 4):
+        raise UsageError(f"--players: expected 2, 3 or 4, got {args.players}")
+    if args.agents is not None and len(args.agents) != args.players:
+        raise UsageError(f"--agents: {args.players} players need {args.players} specs, got {len(args.agents)}")
+    if args.pool is not None and len(args.pool) < args.players:
+        raise UsageError(
+            f"--pool: {args.players}-player games need at least {args.players} specs, got {len(args.pool)}"
+        )
+    if args.games < 1:
+        raise UsageError(f"--games: expected a positive integer, got {args.games}")
+    if args.seed < 0:
+        raise UsageError(f"--seed: expected a non-negative integer, got {args.seed}")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers: expected a positive integer, got {args.workers}")
+    if args.max_rounds < 1:
+        raise UsageError(f"--max-rounds: expected a positive integer, got {args.max_rounds}")
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The command that reproduces this evaluation, every option spelled out."""
+    words = ["revolution", "eval", "--players", str(args.players)]
+    words += ["--agents", *args.agents] if args.agents is not None else ["--pool", *args.pool]
+    words += ["--games", str(args.games), "--seed", str(args.seed)]
+    for flag in ("bid_refunds", "area_control_bonus", "first_edition"):
+        if getattr(args, flag):
+            words.append("--" + flag.replace("_", "-"))
+    words += ["--max-rounds", str(args.max_rounds)]
+    if args.board != "standard":
+        words += ["--board", args.board]
+    if args.out:
+        words += ["--out", args.out]
+    return shlex.join(words)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .report import print_table, write_all
+
+    try:
+        check_args(args)
+        options = env_options(args)
+        progress = False if args.quiet else None
+        if args.agents is not None:
+            evaluation = evaluate_lineup(args.agents, args.games, args.seed, options, args.workers, progress)
+        else:
+            evaluation = evaluate_pool(args.pool, args.players, args.games, args.seed, options, args.workers, progress)
+    except (ValueError, NotImplementedError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print_table(evaluation)
+    if args.out:
+        written = write_all(evaluation, args.out, command_line(args))
+        if not args.quiet:
+            print(f"written: {', '.join(str(p) for p in written)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m revolution_env.evaluation ...`` (the same as ``revolution eval ...``)."""
+    parser = argparse.ArgumentParser(prog="revolution")
+    parser.error = _one_line_error
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["eval", *(sys.argv[1:] if argv is None else argv)])
+    return args.func(args)

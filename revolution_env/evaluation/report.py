@@ -1,0 +1,254 @@
+"""Write an evaluation out: results.json, games.jsonl, report.md and plots; print its table.
+
+Every file is written to a temporary name beside it and then renamed, so an interrupted run leaves the old file
+or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from .runner import Evaluation
+
+RESULTS = "results.json"
+GAMES = "games.jsonl"
+REPORT = "report.md"
+WIN_RATES_PLOT = "win_rates.png"
+HEAD_TO_HEAD_PLOT = "head_to_head.png"
+
+
+def write_atomic(path: str | Path, write: Callable[[IO[Any]], None], binary: bool = False) -> None:
+    """Write ``path`` through ``write(file)`` into a temporary file, then rename it into place."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def ranked(evaluation: Evaluation) -> list[str]:
+    """Agent names, best first (by win rate, then rating)."""
+    stats = evaluation.stats
+    return sorted(stats, key=lambda n: (-stats[n].win_rate, -stats[n].mu, n))
+
+
+def write_results(evaluation: Evaluation, out: str | Path) -> Path:
+    data = evaluation.to_dict()
+    path = Path(out) / RESULTS
+    write_atomic(path, lambda fh: (json.dump(data, fh, indent=2), fh.write("\n")))
+    return path
+
+
+def write_games(evaluation: Evaluation, out: str | Path) -> Path:
+    path = Path(out) / GAMES
+    write_atomic(path, lambda fh: fh.writelines(json.dumps(r.to_dict()) + "\n" for r in evaluation.results))
+    return path
+
+
+# --- the table ---------------------------------------------------------------------------------------------
+
+COLUMNS = ("agent", "games", "win rate", "95% CI", "mean support", "mean margin", "rating (mu ± sigma)")
+SHORT_COLUMNS = ("agent", "games", "win rate", "95% CI", "support", "margin", "mu ± sigma")
+
+
+def table_rows(evaluation: Evaluation, terse: bool = False) -> list[tuple[str, ...]]:
+    """One row per agent, best first (``terse``: narrower, for an 80-column terminal)."""
+    rows = []
+    for name in ranked(evaluation):
+        s = evaluation.stats[name]
+        low, high = s.win_rate_ci95
+        rows.append(
+            (
+                name,
+                str(s.games),
+                f"{s.win_rate:.3f}",
+                f"{low:.3f}–{high:.3f}" if terse else f"[{low:.3f}, {high:.3f}]",
+                f"{s.mean_support:.1f}",
+                f"{s.mean_margin:+.1f}",
+                f"{s.mu:.2f} ± {s.sigma:.2f}",
+            )
+        )
+    return rows
+
+
+def print_table(evaluation: Evaluation, console: Any = None) -> None:
+    """The table on the terminal (rich)."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    title = f"{evaluation.mode}: {evaluation.players} players, {len(evaluation.results)} games, seed {evaluation.seed}"
+    table = Table(title=title, box=box.SIMPLE_HEAVY)
+    for i, column in enumerate(SHORT_COLUMNS):
+        table.add_column(column, justify="left" if i == 0 else "right", no_wrap=True)
+    for row in table_rows(evaluation, terse=True):
+        table.add_row(*row)
+    console.print(table)
+    if evaluation.head_to_head is not None:
+        names = ranked(evaluation)
+        h2h = Table(title="head to head: the row's win rate in games with the column", box=box.SIMPLE_HEAVY)
+        h2h.add_column("")
+        for name in names:
+            h2h.add_column(name, justify="right")
+        for row in names:
+            h2h.add_row(row, *(_rate(evaluation.head_to_head[row][col]) for col in names))
+        console.print(h2h)
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _markdown_table(header: list[str], rows: list[tuple[str, ...]] | list[list[str]]) -> str:
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|",
+    ]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def markdown(evaluation: Evaluation, command: str | None = None, plots: list[str] | None = None) -> str:
+    """report.md: the table first, then the head-to-head matrix, what the games were like, the command."""
+    from .stats import summary
+
+    config = evaluation.config()
+    s = summary(evaluation.results)
+    options = ", ".join(f"{k}={v}" for k, v in sorted(config["options"].items()) if k != "players") or "defaults"
+    orders = math.factorial(evaluation.players)
+    uneven = f"; {evaluation.games} is not a multiple of the {orders} orders" if evaluation.games % orders else ""
+    parts = [
+        f"# Evaluation: {evaluation.mode} of {len(evaluation.specs)} agents, {evaluation.players} players",
+        "",
+        f"{len(evaluation.results)} games ({evaluation.games} per lineup, rotated over every seat order{uneven}), "
+        f"seed {evaluation.seed}; rules: {options}. Chance is {1 / evaluation.players:.3f}.",
+        "",
+        _markdown_table(list(COLUMNS), table_rows(evaluation)),
+        "",
+        "A win shared by k players counts 1/k. Margin: final support minus the best other seat's (the puppet "
+        "included). Rating: openskill Plackett-Luce from each game's finishing order.",
+    ]
+    if evaluation.head_to_head is not None:
+        names = ranked(evaluation)
+        rows = [[row, *(_rate(evaluation.head_to_head[row][col]) for col in names)] for row in names]
+        parts += [
+            "",
+            "## Head to head",
+            "",
+            "The row agent's win rate in the games the column agent also played.",
+            "",
+            _markdown_table(["", *names], rows),
+        ]
+    seat_rates = ", ".join(f"seat {i}: {w:.3f}" for i, w in enumerate(s["win_rate_by_seat"]))
+    parts += [
+        "",
+        "## Games",
+        "",
+        f"- mean length: {s['mean_rounds']:.1f} rounds; truncated at max_rounds: {s['truncated']}",
+        f"- shared wins: {s['shared_wins']}; games nobody won: {s['no_winner']}",
+        f"- win rate by seat: {seat_rates}",
+    ]
+    if plots:
+        parts += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
+    if command:
+        parts += ["", "## Command", "", "```", command, "```"]
+    return "\n".join(parts) + "\n"
+
+
+def write_report(
+    evaluation: Evaluation, out: str | Path, command: str | None = None, plots: list[str] | None = None
+) -> Path:
+    path = Path(out) / REPORT
+    text = markdown(evaluation, command, plots)
+    write_atomic(path, lambda fh: fh.write(text))
+    return path
+
+
+# --- plots -------------------------------------------------------------------------------------------------
+
+
+def _save(fig: Any, path: Path) -> None:
+    write_atomic(path, lambda fh: fig.savefig(fh, format="png", dpi=120, metadata={"Software": None}), binary=True)
+
+
+def plot_win_rates(evaluation: Evaluation, out: str | Path) -> Path:
+    """Horizontal bars of win rate with their 95% intervals; a dashed line at chance."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = ranked(evaluation)[::-1]  # best at the top
+    rates = [evaluation.stats[n].win_rate for n in names]
+    cis = [evaluation.stats[n].win_rate_ci95 for n in names]
+    errors = [[r - lo for r, (lo, _) in zip(rates, cis)], [hi - r for r, (_, hi) in zip(rates, cis)]]
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.45 * len(names)))
+    ax.barh(names, rates, xerr=errors, color="#4c72b0", ecolor="black", capsize=4)
+    ax.axvline(1 / evaluation.players, color="grey", linestyle="--", label=f"chance (1/{evaluation.players})")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("win rate (95% Wilson interval)")
+    ax.set_title(f"{evaluation.players} players, {len(evaluation.results)} games")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    path = Path(out) / WIN_RATES_PLOT
+    _save(fig, path)
+    plt.close(fig)
+    return path
+
+
+def plot_head_to_head(evaluation: Evaluation, out: str | Path) -> Path:
+    """A heatmap of the head-to-head matrix."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    names = ranked(evaluation)
+    h2h = evaluation.head_to_head or {}
+    grid = np.array([[np.nan if h2h[r][c] is None else h2h[r][c] for c in names] for r in names], dtype=float)
+    size = 2.5 + 0.7 * len(names)
+    fig, ax = plt.subplots(figsize=(size + 1, size))
+    image = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn")
+    ax.set_xticks(range(len(names)), names, rotation=45, ha="right")
+    ax.set_yticks(range(len(names)), names)
+    for i in range(len(names)):
+        for j in range(len(names)):
+            if not np.isnan(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=8)
+    ax.set_xlabel("in games with")
+    ax.set_ylabel("win rate of")
+    fig.colorbar(image, ax=ax, fraction=0.046)
+    ax.set_title("head to head")
+    fig.tight_layout()
+    path = Path(out) / HEAD_TO_HEAD_PLOT
+    _save(fig, path)
+    plt.close(fig)
+    return path
+
+
+def write_all(evaluation: Evaluation, out: str | Path, command: str | None = None) -> list[Path]:
+    """Every output into ``out`` (created if needed); results.json last, so that its presence means done."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    plots = [plot_win_rates(evaluation, out)]
+    if evaluation.head_to_head is not None:
+        plots.append(plot_head_to_head(evaluation, out))
+    written = [write_games(evaluation, out), *plots]
+    written.append(write_report(evaluation, out, command, [p.name for p in plots]))
+    written.append(write_results(evaluation, out))
+    return written

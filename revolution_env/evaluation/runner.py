@@ -1,0 +1,233 @@
+"""Schedule games (every seat order of a lineup; every lineup of a pool), play them over processes, and
+gather the results in game order so that an evaluation depends on its seed alone, not on the workers."""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..agents.base import Agent
+from ..agents.loading import load_agent
+from .play import GameResult, play_game
+from .stats import AgentStats, aggregate, head_to_head, summary
+
+
+@dataclass(frozen=True)
+class GameTask:
+    """One game to play: its index in the evaluation, its seed, and who sits where."""
+
+    index: int
+    seed: int
+    names: tuple[str, ...]
+    specs: tuple[str, ...]
+
+
+@dataclass
+class Evaluation:
+    """An evaluation and its results: ``stats`` per agent name, ``head_to_head`` for pools."""
+
+    mode: str  # "lineup" or "pool"
+    specs: dict[str, str]  # agent name -> spec
+    players: int
+    games: int  # per lineup
+    seed: int
+    env_options: dict[str, Any]
+    results: list[GameResult]
+    stats: dict[str, AgentStats] = field(default_factory=dict)
+    head_to_head: dict[str, dict[str, Any]] | None = None
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "specs": list(self.specs.values()),
+            "agents": dict(self.specs),
+            "players": self.players,
+            "games": self.games,
+            "games_total": len(self.results),
+            "seed": self.seed,
+            "options": dict(self.env_options),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """What results.json holds (nothing that depends on the machine, the clock or the workers)."""
+        out: dict[str, Any] = {
+            "config": self.config(),
+            "agents": {name: s.to_dict() for name, s in self.stats.items()},
+            "summary": summary(self.results),
+        }
+        if self.head_to_head is not None:
+            out["head_to_head"] = self.head_to_head
+        return out
+
+
+# --- names and seeds ---------------------------------------------------------------------------------------
+
+
+def name_agents(specs: Sequence[str]) -> dict[str, str]:
+    """Agents are named by their spec; a spec given again gets a suffix (``random``, ``random#2``, ...)."""
+    names: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for spec in specs:
+        counts[spec] = counts.get(spec, 0) + 1
+        names[spec if counts[spec] == 1 else f"{spec}#{counts[spec]}"] = spec
+    return names
+
+
+def game_seed(seed: int, index: int) -> int:
+    """The seed of game ``index`` of an evaluation seeded with ``seed``."""
+    return int(np.random.SeedSequence([seed, index]).generate_state(2, np.uint64)[0] >> np.uint64(1))
+
+
+def seat_orders(players: int) -> list[tuple[int, ...]]:
+    """Every order of the lineup around the table (``order[seat]`` = lineup member)."""
+    return list(itertools.permutations(range(players)))
+
+
+def lineup_tasks(names: Sequence[str], specs: Sequence[str], games: int, seed: int, start: int = 0) -> list[GameTask]:
+    """``games`` games of one lineup, dealt over its seat orders in turn (each order within one game of the
+    others'), numbered from ``start``."""
+    orders = seat_orders(len(names))
+    tasks = []
+    for i in range(games):
+        order = orders[i % len(orders)]
+        index = start + i
+        tasks.append(
+            GameTask(index, game_seed(seed, index), tuple(names[m] for m in order), tuple(specs[m] for m in order))
+        )
+    return tasks
+
+
+# --- playing -----------------------------------------------------------------------------------------------
+
+_AGENTS: dict[tuple, Agent] = {}  # per process: (name, spec, options) -> agent, loaded once
+
+
+def _agent(name: str, spec: str, env_options: Mapping[str, Any]) -> Agent:
+    key = (name, spec, tuple(sorted(env_options.items())))
+    if key not in _AGENTS:
+        _AGENTS[key] = load_agent(spec, **env_options)
+    return _AGENTS[key]
+
+
+def play_task(task: GameTask, env_options: Mapping[str, Any]) -> GameResult:
+    """Play one scheduled game (a top-level function, so that spawned workers can run it)."""
+    agents = [_agent(n, s, env_options) for n, s in zip(task.names, task.specs)]
+    return play_game(agents, env_options, task.seed, names=task.names)
+
+
+def _play_packed(packed: tuple[GameTask, dict[str, Any]]) -> GameResult:
+    return play_task(*packed)
+
+
+def default_workers() -> int:
+    return min(2, os.cpu_count() or 1)
+
+
+def play_tasks(
+    tasks: Sequence[GameTask],
+    env_options: Mapping[str, Any],
+    workers: int | None = None,
+    progress: bool | None = None,
+    description: str = "games",
+) -> list[GameResult]:
+    """Play every task, over ``workers`` processes; the results come back in task order. ``progress``: show a
+    bar (None: only on a terminal)."""
+    from tqdm import tqdm
+
+    workers = default_workers() if workers is None else workers
+    if workers < 1:
+        raise ValueError(f"workers: expected a positive integer, got {workers}")
+    options = dict(env_options)
+    bar = tqdm(total=len(tasks), desc=description, unit="game", disable=None if progress is None else not progress)
+    results: list[GameResult] = []
+    with bar:
+        if workers == 1 or len(tasks) <= 1:
+            for task in tasks:
+                results.append(play_task(task, options))
+                bar.update()
+        else:
+            chunk = max(1, min(16, len(tasks) // (workers * 8)))
+            with multiprocessing.get_context("spawn").Pool(min(workers, len(tasks))) as pool:
+                for result in pool.imap(_play_packed, ((t, options) for t in tasks), chunksize=chunk):
+                    results.append(result)
+                    bar.update()
+    return results
+
+
+# --- evaluations -------------------------------------------------------------------------------------------
+
+
+def _check(games: int, seed: int) -> None:
+    if isinstance(games, bool) or not isinstance(games, int) or games < 1:
+        raise ValueError(f"games: expected a positive integer, got {games!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
+
+
+def _validate_specs(names: Mapping[str, str], env_options: Mapping[str, Any]) -> None:
+    """Load every agent once here, so that a bad spec fails before any game is played."""
+    for name, spec in names.items():
+        _agent(name, spec, env_options)
+
+
+def _options(env_options: Mapping[str, Any] | None, players: int) -> dict[str, Any]:
+    options = {k: v for k, v in dict(env_options or {}).items() if k not in ("render_mode", "reward")}
+    if "players" in options and options["players"] != players:
+        raise ValueError(f"players: the options say {options['players']} but the lineup has {players} agents")
+    options["players"] = players
+    return options
+
+
+def evaluate_lineup(
+    specs: Sequence[str],
+    games: int,
+    seed: int = 0,
+    env_options: Mapping[str, Any] | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+) -> Evaluation:
+    """``games`` games of one lineup (one spec per player), rotated over every seat order."""
+    _check(games, seed)
+    options = _options(env_options, len(specs))
+    names = name_agents(specs)
+    _validate_specs(names, options)
+    tasks = lineup_tasks(list(names), list(names.values()), games, seed)
+    results = play_tasks(tasks, options, workers, progress, description="lineup")
+    return Evaluation("lineup", names, len(specs), games, seed, options, results, aggregate(results, list(names)))
+
+
+def pool_lineups(names: Sequence[str], players: int) -> list[tuple[str, ...]]:
+    """The round robin: every lineup of ``players`` distinct pool members."""
+    return list(itertools.combinations(names, players))
+
+
+def evaluate_pool(
+    specs: Sequence[str],
+    players: int,
+    games: int,
+    seed: int = 0,
+    env_options: Mapping[str, Any] | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+) -> Evaluation:
+    """A round robin: ``games`` games for every lineup of ``players`` distinct pool members, each rotated over
+    every seat order; statistics per agent and a head-to-head matrix."""
+    _check(games, seed)
+    options = _options(env_options, players)
+    names = name_agents(specs)
+    if len(names) < players:
+        raise ValueError(f"pool: {players}-player games need at least {players} agents, got {len(names)}")
+    _validate_specs(names, options)
+    tasks: list[GameTask] = []
+    for lineup in pool_lineups(list(names), players):
+        tasks += lineup_tasks(lineup, [names[n] for n in lineup], games, seed, start=len(tasks))
+    results = play_tasks(tasks, options, workers, progress, description="round robin")
+    evaluation = Evaluation("pool", names, players, games, seed, options, results, aggregate(results, list(names)))
+    evaluation.head_to_head = head_to_head(results, list(names))
+    return evaluation

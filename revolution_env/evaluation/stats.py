@@ -1,0 +1,153 @@
+"""From game results to per-agent statistics: win rates with Wilson intervals, support, margins, ratings."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .play import GameResult
+
+Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal
+
+
+def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for a proportion (``successes`` may be fractional: shared wins)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = successes / n
+    z2 = z * z
+    denominator = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / denominator
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass
+class AgentStats:
+    """What one agent did over the games it played."""
+
+    name: str
+    games: int = 0
+    wins: float = 0.0  # a win shared among k winners counts 1/k
+    support_total: float = 0.0
+    margin_total: float = 0.0
+    mu: float = 0.0
+    sigma: float = 0.0
+    by_seat: dict[int, list[float]] = field(default_factory=dict)  # seat -> [games, wins]
+
+    @property
+    def win_rate(self) -> float:
+        return self.wins / self.games if self.games else 0.0
+
+    @property
+    def win_rate_ci95(self) -> tuple[float, float]:
+        return wilson_interval(self.wins, self.games)
+
+    @property
+    def mean_support(self) -> float:
+        return self.support_total / self.games if self.games else 0.0
+
+    @property
+    def mean_margin(self) -> float:
+        return self.margin_total / self.games if self.games else 0.0
+
+    @property
+    def ordinal(self) -> float:
+        """The conservative rating mu - 3 sigma (openskill's ordinal)."""
+        return self.mu - 3.0 * self.sigma
+
+    def to_dict(self) -> dict[str, Any]:
+        low, high = self.win_rate_ci95
+        return {
+            "games": self.games,
+            "wins": self.wins,
+            "win_rate": self.win_rate,
+            "win_rate_ci95": [low, high],
+            "mean_support": self.mean_support,
+            "mean_margin": self.mean_margin,
+            "rating": {"mu": self.mu, "sigma": self.sigma, "ordinal": self.ordinal},
+            "by_seat": {
+                str(seat): {"games": int(g), "win_rate": w / g if g else 0.0}
+                for seat, (g, w) in sorted(self.by_seat.items())
+            },
+        }
+
+
+def agent_names(results: Sequence[GameResult]) -> list[str]:
+    """Every agent that played, in order of first appearance."""
+    return list(dict.fromkeys(name for r in results for name in r.agents))
+
+
+def aggregate(results: Sequence[GameResult], names: Sequence[str] | None = None) -> dict[str, AgentStats]:
+    """Per-agent statistics over ``results`` (taken in order: the ratings depend on it)."""
+    names = list(names) if names is not None else agent_names(results)
+    stats = {name: AgentStats(name) for name in names}
+    for r in results:
+        margins = r.margins()
+        for seat, name in enumerate(r.agents):
+            s = stats.setdefault(name, AgentStats(name))
+            share = r.win_share(seat)
+            s.games += 1
+            s.wins += share
+            s.support_total += r.support[seat]
+            s.margin_total += margins[seat]
+            seat_games = s.by_seat.setdefault(seat, [0, 0.0])
+            seat_games[0] += 1
+            seat_games[1] += share
+    for name, (mu, sigma) in rate(results, list(stats)).items():
+        stats[name].mu, stats[name].sigma = mu, sigma
+    return stats
+
+
+def rate(results: Sequence[GameResult], names: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """Openskill Plackett-Luce ratings (mu, sigma), updated game by game from each finishing order (ties share
+    a place)."""
+    from openskill.models import PlackettLuce
+
+    model = PlackettLuce()
+    ratings = {name: model.rating(name=name) for name in names}
+    for r in results:
+        teams = [[ratings[name]] for name in r.agents]
+        updated = model.rate(teams, ranks=r.ranks())
+        for name, (rating,) in zip(r.agents, updated):
+            ratings[name] = rating
+    return {name: (float(x.mu), float(x.sigma)) for name, x in ratings.items()}
+
+
+def head_to_head(results: Sequence[GameResult], names: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """``[row][column]``: the row agent's win rate in the games the column agent also played (None on the
+    diagonal and where they never met)."""
+    names = list(names) if names is not None else agent_names(results)
+    games = {a: dict.fromkeys(names, 0) for a in names}
+    wins = {a: dict.fromkeys(names, 0.0) for a in names}
+    for r in results:
+        for seat, row in enumerate(r.agents):
+            share = r.win_share(seat)
+            for column in r.agents:
+                if column != row:
+                    games[row][column] += 1
+                    wins[row][column] += share
+    return {
+        row: {col: (wins[row][col] / games[row][col] if games[row][col] and col != row else None) for col in names}
+        for row in names
+    }
+
+
+def summary(results: Sequence[GameResult]) -> dict[str, Any]:
+    """What the games were like, whoever played them."""
+    n = len(results)
+    seats = max((r.players for r in results), default=0)
+    by_seat = [0.0] * seats
+    for r in results:
+        for seat in range(r.players):
+            by_seat[seat] += r.win_share(seat)
+    return {
+        "games": n,
+        "mean_rounds": sum(r.rounds for r in results) / n if n else 0.0,
+        "truncated": sum(r.truncated for r in results),
+        "no_winner": sum(not r.winners for r in results),
+        "shared_wins": sum(len(r.winners) > 1 for r in results),
+        "win_rate_by_seat": [w / n if n else 0.0 for w in by_seat],
+    }

@@ -1,0 +1,347 @@
+"""The evaluation harness: seat rotation, seeding, statistics on hand-made results, and `revolution eval`."""
+
+from __future__ import annotations
+
+import collections
+import json
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from revolution_env.agents.base import Agent, RandomAgent
+from revolution_env.agents.loading import load_agent
+from revolution_env.evaluation import (
+    GameResult,
+    IllegalMoveError,
+    aggregate,
+    evaluate_lineup,
+    evaluate_pool,
+    head_to_head,
+    name_agents,
+    play_game,
+    wilson_interval,
+)
+from revolution_env.evaluation.cli import main
+from revolution_env.evaluation.report import write_atomic
+from revolution_env.evaluation.runner import game_seed, lineup_tasks, pool_lineups, seat_orders
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def result(agents: str, support: tuple[int, ...], winners: tuple[int, ...], puppet: int | None = None) -> GameResult:
+    return GameResult(tuple(agents.split()), support, winners, rounds=10, puppet_support=puppet)
+
+
+# --- statistics on constructed games -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("wins", "n", "expected"),
+    [(50, 100, (0.4038, 0.5962)), (0, 10, (0.0, 0.2775)), (10, 10, (0.7225, 1.0)), (8, 10, (0.4902, 0.9433))],
+)
+def test_wilson_interval_matches_known_values(wins, n, expected):
+    assert wilson_interval(wins, n) == pytest.approx(expected, abs=1e-4)
+
+
+def test_wilson_interval_of_no_games_is_everything():
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def test_a_win_shared_by_k_players_counts_one_kth():
+    results = [
+        result("a b c", (100, 100, 60), (0, 1)),  # a and b share
+        result("a b c", (90, 90, 90), (0, 1, 2)),  # all three share
+        result("c a b", (120, 40, 30), (0,)),  # c alone
+    ]
+    stats = aggregate(results)
+    assert stats["a"].wins == pytest.approx(1 / 2 + 1 / 3)
+    assert stats["b"].wins == pytest.approx(1 / 2 + 1 / 3)
+    assert stats["c"].wins == pytest.approx(1 / 3 + 1)
+    assert sum(s.wins for s in stats.values()) == pytest.approx(len(results))
+    assert stats["c"].win_rate == pytest.approx((4 / 3) / 3)
+    assert stats["a"].games == 3
+
+
+def test_margin_is_support_minus_the_best_other_seat():
+    stats = aggregate([result("a b c", (100, 80, 60), (0,)), result("b c a", (50, 70, 10), (1,))])
+    assert stats["a"].mean_margin == pytest.approx((20 + -60) / 2)
+    assert stats["b"].mean_margin == pytest.approx((-20 + -20) / 2)
+    assert stats["c"].mean_margin == pytest.approx((-40 + 20) / 2)
+    assert stats["a"].mean_support == pytest.approx(55)
+
+
+def test_the_puppet_counts_in_the_margin_and_a_game_both_lose_has_no_winner():
+    # D13: the puppet (Guy Fawkes) beat both players; it is not an agent.
+    game = result("a b", (50, 40), (), puppet=70)
+    assert game.margins() == [-20, -30]
+    assert game.ranks() == [1, 2]  # the players are still ordered by their support
+    stats = aggregate([game])
+    assert set(stats) == {"a", "b"}
+    assert stats["a"].wins == stats["b"].wins == 0
+
+
+def test_an_agent_that_always_wins_gets_the_highest_rating():
+    results = []
+    for i in range(30):
+        lineup = ["strong", "middle", "weak"]
+        order = seat_orders(3)[i % 6]
+        seated = [lineup[m] for m in order]
+        support = tuple({"strong": 200, "middle": 150, "weak": 100}[n] for n in seated)
+        results.append(GameResult(tuple(seated), support, (seated.index("strong"),)))
+    stats = aggregate(results)
+    assert stats["strong"].mu > stats["middle"].mu > stats["weak"].mu
+    assert stats["strong"].win_rate == 1.0
+    assert stats["strong"].sigma < 25 / 3  # it learned something
+
+
+def test_ratings_see_ties_in_the_finishing_order():
+    stats = aggregate([result("a b c", (100, 100, 10), (0, 1))] * 5)
+    assert stats["a"].mu == pytest.approx(stats["b"].mu)
+    assert stats["a"].mu > stats["c"].mu
+
+
+def test_head_to_head_is_the_row_win_rate_in_games_with_the_column():
+    results = [
+        result("a b c", (100, 50, 40), (0,)),
+        result("a b d", (10, 50, 40), (1,)),
+        result("a c d", (100, 50, 100), (0, 2)),
+    ]
+    h2h = head_to_head(results, ["a", "b", "c", "d"])
+    assert h2h["a"]["b"] == pytest.approx(1 / 2)
+    assert h2h["a"]["c"] == pytest.approx((1 + 1 / 2) / 2)
+    assert h2h["a"]["d"] == pytest.approx((0 + 1 / 2) / 2)
+    assert h2h["b"]["a"] == pytest.approx(1 / 2)
+    assert h2h["b"]["c"] == 0.0
+    assert h2h["a"]["a"] is None
+    assert h2h["b"]["c"] is not None and h2h["c"]["b"] == 0.0
+
+
+# --- scheduling --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("players", "games"), [(2, 6), (3, 12), (4, 48)])
+def test_seat_rotation_covers_every_order_equally(players, games):
+    names = [f"agent{i}" for i in range(players)]
+    tasks = lineup_tasks(names, names, games, seed=0)
+    orders = collections.Counter(t.names for t in tasks)
+    assert len(orders) == len(seat_orders(players)) == [2, 6, 24][players - 2]
+    assert set(orders.values()) == {games // len(orders)}
+    for seat in range(players):
+        assert collections.Counter(t.names[seat] for t in tasks) == dict.fromkeys(names, games // players)
+
+
+def test_every_game_has_its_own_seed_drawn_from_the_evaluation_seed():
+    tasks = lineup_tasks(["a", "b", "c"], ["a", "b", "c"], 50, seed=7)
+    assert len({t.seed for t in tasks}) == 50
+    assert [t.seed for t in tasks] == [game_seed(7, i) for i in range(50)]
+    assert game_seed(7, 0) != game_seed(8, 0)
+
+
+def test_a_round_robin_plays_every_lineup_of_distinct_members():
+    lineups = pool_lineups(["a", "b", "c", "d", "e"], 3)
+    assert len(lineups) == 10
+    assert all(len(set(lineup)) == 3 for lineup in lineups)
+    assert len({frozenset(lineup) for lineup in lineups}) == 10
+
+
+def test_agents_given_twice_get_suffixes():
+    assert name_agents(["random", "random", "x", "random"]) == {
+        "random": "random",
+        "random#2": "random",
+        "x": "x",
+        "random#3": "random",
+    }
+
+
+# --- playing -----------------------------------------------------------------------------------------------
+
+
+def test_play_game_reports_the_engine_final_scores():
+    agents = [RandomAgent(players=3) for _ in range(3)]
+    first = play_game(agents, {"players": 3}, seed=11, names=["x", "y", "z"])
+    again = play_game(agents, {"players": 3}, seed=11, names=["x", "y", "z"])
+    assert first == again
+    assert first.agents == ("x", "y", "z") and len(first.support) == 3 and first.puppet_support is None
+    best = max(first.support)
+    assert first.winners == tuple(s for s in range(3) if first.support[s] == best)
+    assert not first.truncated and 1 <= first.rounds < 100
+
+
+def test_play_game_two_players_keeps_the_puppet_apart():
+    r = play_game([RandomAgent(players=2), RandomAgent(players=2)], {"players": 2}, seed=3)
+    assert len(r.support) == 2 and r.puppet_support is not None
+    assert all(r.support[w] > r.puppet_support for w in r.winners)
+
+
+class Cheat(Agent):
+    name = "cheat"
+
+    def act(self, observation, info):
+        a = np.zeros(len(self.codec.nvec), dtype=np.int64)
+        a[1:] = 999  # no such bid target
+        return a
+
+
+def test_an_illegal_action_is_an_error_not_a_result():
+    with pytest.raises(IllegalMoveError, match="cheat"):
+        play_game([RandomAgent(players=3), Cheat(players=3), RandomAgent(players=3)], {"players": 3}, seed=0)
+
+
+def test_the_same_seed_gives_the_same_evaluation_whatever_the_workers():
+    one = evaluate_lineup(["random", "random", "random"], games=8, seed=5, workers=1, progress=False)
+    two = evaluate_lineup(["random", "random", "random"], games=8, seed=5, workers=2, progress=False)
+    assert one.results == two.results
+    assert one.to_dict() == two.to_dict()
+    other = evaluate_lineup(["random", "random", "random"], games=8, seed=6, workers=1, progress=False)
+    assert other.results != one.results
+
+
+def test_a_pool_evaluation_gives_each_member_its_share_of_games():
+    ev = evaluate_pool(["random"] * 3, players=2, games=2, seed=1, workers=1, progress=False)
+    assert len(ev.results) == 3 * 2
+    assert {name: s.games for name, s in ev.stats.items()} == {"random": 4, "random#2": 4, "random#3": 4}
+    assert ev.head_to_head["random"]["random#2"] is not None
+
+
+# --- agent specs -------------------------------------------------------------------------------------------
+
+
+def test_load_agent_knows_random_and_rejects_the_unknown():
+    assert isinstance(load_agent("random", players=4), RandomAgent)
+    with pytest.raises(ValueError, match=r"unknown agent spec 'nobody'.*random"):
+        load_agent("nobody", players=3)
+
+
+def test_a_checkpoint_needs_the_training_package(tmp_path, monkeypatch):
+    path = tmp_path / "policy.pt"
+    path.write_bytes(b"")
+    monkeypatch.setitem(sys.modules, "training.policy", None)  # whatever the training package has by now
+    with pytest.raises(ValueError, match="training package"):
+        load_agent(str(path), players=3)
+    with pytest.raises(ValueError, match="no such file"):
+        load_agent(str(tmp_path / "missing.zip"), players=3)
+
+
+def test_a_checkpoint_goes_to_the_training_package_loader(tmp_path, monkeypatch):
+    path = tmp_path / "policy.zip"
+    path.write_bytes(b"")
+    seen = {}
+
+    def load_policy_agent(p, **options):
+        seen.update(path=p, options=options)
+        return RandomAgent(**options)
+
+    monkeypatch.setitem(sys.modules, "training.policy", types.SimpleNamespace(load_policy_agent=load_policy_agent))
+    assert isinstance(load_agent(str(path), players=2), RandomAgent)
+    assert seen == {"path": str(path), "options": {"players": 2}}
+
+
+# --- outputs -----------------------------------------------------------------------------------------------
+
+
+def test_an_interrupted_write_leaves_the_old_file(tmp_path):
+    path = tmp_path / "results.json"
+    path.write_text("old")
+
+    def half_then_fail(fh):
+        fh.write("half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(path, half_then_fail)
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def run_eval(*args: str) -> int:
+    return main(["--quiet", *args])
+
+
+def test_eval_lineup_writes_results_report_and_plot(tmp_path):
+    out = tmp_path / "ev"
+    assert run_eval("--players", "3", "--agents", "random", "random", "random", "--games", "6", "--out", str(out)) == 0
+    data = json.loads((out / "results.json").read_text())
+    assert data["config"]["specs"] == ["random"] * 3
+    assert data["config"]["players"] == 3 and data["config"]["games"] == 6 and data["config"]["seed"] == 0
+    assert data["config"]["options"]["max_rounds"] == 100
+    assert set(data["agents"]) == {"random", "random#2", "random#3"}
+    for stats in data["agents"].values():
+        assert stats["games"] == 6
+        low, high = stats["win_rate_ci95"]
+        assert 0 <= low <= stats["win_rate"] <= high <= 1
+        assert set(stats["rating"]) >= {"mu", "sigma"}
+        assert {"mean_support", "mean_margin"} <= set(stats)
+    assert "head_to_head" not in data
+    report = (out / "report.md").read_text()
+    assert "| agent | games | win rate |" in report
+    assert "revolution eval --players 3 --agents random random random --games 6 --seed 0" in report
+    assert (out / "win_rates.png").read_bytes()[:8] == PNG_MAGIC
+    assert len((out / "games.jsonl").read_text().splitlines()) == 6
+
+
+def test_eval_pool_adds_the_head_to_head_matrix_and_heatmap(tmp_path):
+    out = tmp_path / "pool"
+    args = ["--players", "2", "--pool", "random", "random", "random", "--games", "2", "--out", str(out)]
+    assert run_eval(*args, "--bid-refunds", "--max-rounds", "30") == 0
+    data = json.loads((out / "results.json").read_text())
+    assert data["config"]["options"] == {
+        "players": 2,
+        "area_control_bonus": False,
+        "first_edition": False,
+        "max_rounds": 30,
+        "bid_refunds": True,
+    }
+    assert set(data["head_to_head"]) == {"random", "random#2", "random#3"}
+    assert data["head_to_head"]["random"]["random"] is None
+    assert "## Head to head" in (out / "report.md").read_text()
+    assert (out / "head_to_head.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_eval_is_reproducible_from_its_seed_across_workers(tmp_path):
+    lineup = ["--players", "2", "--agents", "random", "random", "--games", "6", "--seed", "3"]
+    assert run_eval(*lineup, "--workers", "1", "--out", str(tmp_path / "a")) == 0
+    assert run_eval(*lineup, "--workers", "2", "--out", str(tmp_path / "b")) == 0
+    a, b = (tmp_path / "a" / "results.json").read_text(), (tmp_path / "b" / "results.json").read_text()
+    assert a == b
+    assert (tmp_path / "a" / "games.jsonl").read_text() == (tmp_path / "b" / "games.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--agents", "random", "random", "random", "--pool", "random", "random", "random"], "exactly one of"),
+        (["--games", "3"], "exactly one of"),
+        (["--players", "3", "--agents", "random", "random"], "need 3 specs, got 2"),
+        (["--players", "4", "--pool", "random", "random"], "at least 4"),
+        (["--players", "2", "--agents", "random", "nobody"], "unknown agent spec 'nobody'"),
+        (["--players", "2", "--agents", "random", "random", "--games", "0"], "--games"),
+        (["--players", "5", "--agents", "random"] * 1, "--players"),
+        (["--players", "2", "--agents", "random", "random", "--seed", "-1"], "--seed"),
+        (["--players", "2", "--agents", "random", "random", "--workers", "0"], "--workers"),
+        (["--players", "2", "--agents", "random", "random", "--board", "nowhere"], "board"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
+    assert run_eval(*args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args", [["--games", "many"], ["--bogus"], ["--players"]])
+def test_a_malformed_flag_is_one_line_and_exit_2(args, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        run_eval("--agents", "random", "random", "random", *args)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_python_m_evaluation_runs(tmp_path):
+    cmd = [sys.executable, "-m", "revolution_env.evaluation", "--players", "2", "--agents", "random", "random"]
+    proc = subprocess.run([*cmd, "--games", "2", "--workers", "1"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "random#2" in proc.stdout
