@@ -123,6 +123,7 @@ class Layout:
     beat_keep: np.ndarray  # (C, 3) D11: the token types a beat keeps from the bid it answers ...
     beat_step: np.ndarray  # (C, 3) ... and the one token it adds (the weakest legal type)
     strength: np.ndarray  # (3,) weights that turn a bid into one comparable integer
+    rewards: np.ndarray  # (n_characters, 3) tokens each character gives its winner
     spaces: np.ndarray  # (A,)
     area_support: np.ndarray  # (A,)
     token_points: np.ndarray  # (3,)
@@ -172,6 +173,7 @@ def make_layout(rules: Rules, components: Components | None = None) -> Layout:
         legal_targets=tuple(np.flatnonzero(legal[:, t]) for t in range(3)),
         beat_keep=beat_keep,
         beat_step=beat_step,
+        rewards=np.array([ch.tokens for ch in card], dtype=np.int64).reshape(n_chars, 3),
         strength=np.array([base * base, base, 1], dtype=np.int64),
         spaces=comp.spaces,
         area_support=np.array([a.support for a in comp.areas], dtype=np.int64),
@@ -301,7 +303,7 @@ class Game:
         shape = (L.players, L.n_targets, 3)
         if bids.shape != shape:
             raise IllegalAction(f"bids: expected an array of shape {shape}, got {bids.shape}")
-        if not np.issubdtype(bids.dtype, np.integer):
+        if bids.dtype.kind not in "iu":
             raise IllegalAction(f"bids: expected integer token counts, got dtype {bids.dtype}")
         bids = bids.astype(np.int64, copy=False)
         if (bids < 0).any():
@@ -309,7 +311,7 @@ class Game:
             raise IllegalAction(f"seat {seat}: negative {TOKEN_TYPES[token]} on {L.target_names[target]}")
         placed = bids.sum(1)
         held = self.tokens[: L.players]
-        if not np.array_equal(placed, held):
+        if (placed != held).any():
             seat, token = map(int, np.argwhere(placed != held)[0])
             verb = "leaves unplaced" if placed[seat, token] < held[seat, token] else "places more than held:"
             raise IllegalAction(
@@ -562,7 +564,7 @@ class Game:
         ch = L.card[c]
         self.support[winner] += ch.support
         if ch.tokens != (0, 0, 0):
-            self._pay(winner, ch.tokens)
+            self._pay(winner, L.rewards[c])
         if ch.area >= 0:
             self._place_cube(winner, ch.area)
         if ch.special == "spy":
@@ -576,9 +578,9 @@ class Game:
         """Guy's Spy and Apothecary are decided by whoever placed Guy's last bid this round (RULES.md §6)."""
         return self.guy_last_placer if winner == self.layout.puppet else winner
 
-    def _pay(self, seat: int, amount: tuple[int, int, int]) -> None:
+    def _pay(self, seat: int, amount: np.ndarray) -> None:
         """Tokens from the bank, as far as the bank can pay (D1)."""
-        pay = np.minimum(np.array(amount, dtype=np.int64), self.bank)
+        pay = np.minimum(amount, self.bank)
         self.bank -= pay
         self.tokens[seat] += pay
 
@@ -669,7 +671,7 @@ class Game:
             self.cards_drawn.append((seat, index))
             self.support[seat] += card.support
             if card.tokens != (0, 0, 0):
-                self._pay(seat, card.tokens)
+                self._pay(seat, np.array(card.tokens, dtype=np.int64))
             if card.remove and self._remove_targets(seat).any():
                 self.decision = Decision(REMOVE, (seat,))
 
