@@ -97,8 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--export", metavar="FILE", help="also save the game as a scenario file that replays it")
     p.set_defaults(func=cmd_random)
     from .evaluation.cli import add_parser as add_eval_parser
+    from .play import add_parser as add_play_parser
 
     add_eval_parser(sub)
+    add_play_parser(sub)
 
     p = sub.add_parser("main", help="the README's main job")
     add_rule_options(p)
