@@ -101,8 +101,9 @@ def main() -> None:
     warnings.simplefilter("ignore")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-    import revolution_env
     from pettingzoo.classic import connect_four_v3
+
+    import revolution_env
     from revolution_env.engine import Rules
 
     results: dict[str, dict[str, float]] = {}
