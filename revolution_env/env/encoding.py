@@ -203,6 +203,8 @@ class Codec:
             token = {"f": "force", "b": "blackmail", "g": "gold"}.get(token, token)
             if token not in TOKEN_TYPES:
                 raise ValueError(f"unknown token {m.group(2)!r} (force, blackmail or gold)")
+            if target not in names and target.endswith("s") and target[:-1] in names:
+                target = target[:-1]  # "3 gold rogues"
             if target not in names:
                 raise ValueError(f"unknown target {m.group(3)!r} (one of: {', '.join(self.layout.target_names)})")
             counts[names[target], TOKEN_TYPES.index(token)] += n
