@@ -70,7 +70,7 @@ class Core:
         self.agents = [f"player_{i}" for i in range(self.layout.players)]
         self.seat_of = {a: i for i, a in enumerate(self.agents)}
         self.game: Game | None = None
-        self._bid_spent = np.zeros(self.layout.players, dtype=bool)  # who has bid this round (AEC)
+        self._bid_spent = [False] * self.layout.players  # who has bid this round (AEC)
         self._pending = np.zeros((self.layout.players, self.layout.n_targets, 3), dtype=np.int64)
 
     def observation_space(self) -> spaces.Dict:
@@ -86,7 +86,7 @@ class Core:
 
     def reset(self, seed: int | None) -> None:
         self.game = Game(self.layout, seed)
-        self._bid_spent[:] = False
+        self._bid_spent = [False] * self.layout.players
         self._masks: list[np.ndarray | None] = [None] * self.layout.players
 
     # --- per seat ----------------------------------------------------------------------------------------------
@@ -125,8 +125,8 @@ class Core:
         if kind == BID:
             self._pending[seat] = self.codec.bid_counts(a, self.game.tokens[seat])
             self._bid_spent[seat] = True
-            if self._bid_spent.all():
-                self._bid_spent[:] = False
+            if all(self._bid_spent):
+                self._bid_spent = [False] * self.layout.players
                 self.game.submit_bids(self._pending)
         elif kind != NONE:
             self.game.choose(self.codec.choice(int(a[0]), seat, kind))
@@ -137,7 +137,7 @@ class Core:
         if d is None:
             return 0
         if d.kind == BID:
-            return int(np.argmin(self._bid_spent))
+            return self._bid_spent.index(False)
         return d.seats[0]
 
     # --- the end -----------------------------------------------------------------------------------------------

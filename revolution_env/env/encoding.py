@@ -40,6 +40,7 @@ class Codec:
         self.C = 1 + max(self.A * self.S, guy_choices)
         self.nvec = np.array([self.C] + [self.T] * self.K, dtype=np.int64)
         self.size = int(self.nvec.sum())
+        self._nvec_u = self.nvec.astype(np.uint64)
         self.offsets = np.concatenate([[0], np.cumsum(self.nvec)[:-1]])  # start of each dimension in the flat mask
         self.block = np.concatenate([[0], np.cumsum(self.n_tokens)]) + 1  # first dimension of each token block
         # Seat order of each agent: relative seat -> absolute seat (the puppet stays last).
@@ -89,14 +90,15 @@ class Codec:
             a = np.asarray(action)
         except Exception:  # pragma: no cover - numpy accepts nearly anything
             a = None
-        if a is None or a.shape != self.nvec.shape or not np.issubdtype(a.dtype, np.integer):
+        if a is None or a.shape != self.nvec.shape or a.dtype.kind not in "iu":
             shape = getattr(a, "shape", None)
             raise IllegalActionError(
                 f"{agent}: expected an integer array of shape {tuple(self.nvec.shape)} (MultiDiscrete {self.nvec[:2].tolist()}"
                 f" + ...), got {type(action).__name__} of shape {shape}"
             )
         a = a.astype(np.int64, copy=False)
-        if ((a < 0) | (a >= self.nvec)).any() or not mask[self.offsets + a].all():
+        # one unsigned comparison catches values below 0 and past the dimension's size
+        if (a.view(np.uint64) >= self._nvec_u).any() or not mask[self.offsets + a].all():
             raise IllegalActionError(f"{agent}: illegal action for decision {kind!r}: {self._why(a, mask, kind)}")
         return a
 
