@@ -64,13 +64,8 @@ class ObservationLayout:
             ("supply", (S,), 25.0, "cubes not on the board, per seat"),
             ("bank", (3,), 32.0, "tokens in the bank: force, blackmail, gold"),
             ("cubes", (A, S), 8.0, "cubes per area (board order) and seat"),
+            ("bids", (S, T, 3), 10.0, "revealed bids of `bids_round` per seat, target, token (puppet's too)"),
             ("free", (A,), 8.0, "empty spaces per area"),
-            (
-                "bids",
-                (S, T, 3),
-                10.0,
-                "the revealed bids of `bids_round` per seat, target and token (puppet's included)",
-            ),
             ("bids_current", (1,), 1.0, "1 when `bids` are this round's (revealed), 0 when they are the last round's"),
             ("winners", (T, S + 2), 1.0, "per target, one-hot: unresolved, nobody, then the winning seat"),
             ("apothecary_first", (A, S), 1.0, "one-hot: the cube picked first for the Apothecary swap"),
@@ -105,9 +100,26 @@ class ObservationLayout:
             self.scale[f.start : f.stop] = f.scale
         self._slices = {name: slice(f.start, f.stop) for name, f in self.features.items()}
         self._at = {name: f.start for name, f in self.features.items()}
-        sl = self._slices
-        self._sl_tokens, self._sl_support, self._sl_supply = sl["tokens"], sl["support"], sl["supply"]
-        self._sl_bank, self._sl_cubes, self._sl_free, self._sl_bids = sl["bank"], sl["cubes"], sl["free"], sl["bids"]
+        self._sl_free = self._slices["free"]
+        # tokens, support, supply, bank, cubes and bids are one gather from the engine's public arrays
+        # (concatenated in that order, absolute seats) into a contiguous run of features
+        self._public = slice(self._at["tokens"], self._slices["bids"].stop)
+        self._gather = []
+        for perm in codec.perm:
+            base = np.cumsum([0, S * 3, S, S, 3, A * S])
+            self._gather.append(
+                np.concatenate(
+                    [
+                        (base[0] + perm[:, None] * 3 + np.arange(3)).ravel(),
+                        base[1] + perm,
+                        base[2] + perm,
+                        base[3] + np.arange(3),
+                        (base[4] + np.arange(A)[:, None] * S + perm[None, :]).ravel(),
+                        (base[5] + perm[:, None, None] * (T * 3) + np.arange(T * 3).reshape(1, T, 3)).ravel(),
+                    ]
+                )
+            )
+        assert len(self._gather[0]) == self._public.stop - self._public.start
         # winners one-hot: index of (target, column) where column 0 = unresolved, 1 = nobody, 2 + relative seat
         self._winner_base = self._at["winners"] + np.arange(T) * (S + 2)
         self._winner_col = [np.concatenate([[0, 1], 2 + inv]) for inv in codec.inv]
@@ -136,15 +148,12 @@ class ObservationLayout:
             v[f["can_decline"]] = game.can_decline()
             if L.puppet >= 0 and kind in ("spy", "apothecary_first", "apothecary_second"):
                 v[f["for_puppet"]] = game.winners[L.spy if kind == "spy" else L.apothecary] == L.puppet
-        v[self._sl_tokens] = game.tokens[perm].ravel()
-        v[self._sl_support] = game.support[perm]
-        v[self._sl_supply] = game.supply[perm]
-        v[self._sl_bank] = game.bank
-        cubes = game.cubes[:, perm]
-        v[self._sl_cubes] = cubes.ravel()
-        v[self._sl_free] = L.spaces - cubes.sum(1)
+        public = np.concatenate(
+            (game.tokens.ravel(), game.support, game.supply, game.bank, game.cubes.ravel(), game.revealed.ravel())
+        )
+        v[self._public] = public[self._gather[seat]]
+        v[self._sl_free] = L.spaces - game.cubes.sum(1)
         if game.revealed_round:
-            v[self._sl_bids] = game.revealed[perm].ravel()
             v[f["bids_current"]] = game.revealed_round == game.round and game.phase != BIDDING
             v[self._winner_base + self._winner_col[seat][game.winners + 2]] = 1
         else:
