@@ -101,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_eval_parser(sub)
     add_play_parser(sub)
+    try:
+        from training.cli import add_parser as add_train_parser
+    except ImportError:  # the training package is not installed (it ships with the repository)
+        pass
+    else:
+        add_train_parser(sub)
 
     p = sub.add_parser("main", help="the README's main job")
     add_rule_options(p)

@@ -1,0 +1,445 @@
+"""Self-play training (training/): the config, the learner's env, the league, checkpoints, and whole runs.
+
+Runs are tiny (a 16-unit network, a few hundred steps) so the file stays well under a minute; what they check is
+the plumbing: the learner is paid its own reward for its own decisions, the league samples by its documented
+scheme, checkpoints say what they were trained for and refuse anything else, a checkpoint plays legal moves in
+every decision, and a run killed at any moment resumes from its last save.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+import revolution_env
+from revolution_env.agents.heuristics import ValueBot
+from revolution_env.agents.loading import load_agent
+from training.checkpoint import FORMAT, FORMAT_VERSION, layout_hash, make_checkpoint, read_checkpoint, save_checkpoint
+from training.config import TrainConfig, load_config
+from training.league import League, LeagueReader, choose_opponent, read_league
+from training.policy import PolicyAgent, load_policy_agent, policy_from_sb3
+from training.selfplay import SelfPlayEnv, make_selfplay_env
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = {
+    "players": 3,
+    "total_steps": 256,
+    "n_envs": 2,
+    "n_steps": 32,
+    "batch_size": 32,
+    "n_epochs": 1,
+    "net_arch": [16],
+    "snapshot_every": 64,
+    "max_snapshots": 2,
+    "eval_every": 128,
+    "eval_games": 3,
+    "save_every": 64,
+}
+
+
+def write_config(folder: Path, **changes) -> Path:
+    path = folder / "tiny.yaml"
+    path.write_text(yaml.safe_dump({**TINY, **changes}), encoding="utf-8")
+    return path
+
+
+def train_cli(*args: str, **popen) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "training", "train", "--no-progress", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **popen,
+    )
+
+
+def untrained_checkpoint(tmp_path: Path, **env_options) -> Path:
+    """A policy checkpoint of a freshly initialised MaskablePPO network for these options."""
+    from sb3_contrib import MaskablePPO
+
+    from training.distributions import MaskableMultiDiscretePolicy
+
+    env = make_selfplay_env(env_options, None, ["random"])
+    model = MaskablePPO(MaskableMultiDiscretePolicy, env, policy_kwargs={"net_arch": [16]}, seed=0, n_steps=32)
+    path = tmp_path / f"policy_{'_'.join(f'{k}{v}' for k, v in env_options.items())}.pt"
+    save_checkpoint(make_checkpoint(policy_from_sb3(model.policy, "tanh"), env_options, step=7, wall_time=1.5), path)
+    return path
+
+
+# --- the config --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["default", "three_players", "two_players", "four_players"])
+def test_shipped_configs_load(name):
+    config = load_config(ROOT / "configs" / f"{name}.yaml")
+    assert config.p_latest + config.p_past + config.p_heuristics == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("n_envs: two", "n_envs: expected a positive integer, got 'two'"),
+        ("n_env: 2", "n_env: unknown option"),
+        ("players: 5", "players: expected one of 2, 3, 4, got 5"),
+        ("p_latest: 0.9", "p_latest, p_past, p_heuristics: expected to sum to 1"),
+        ("heuristics: []", "heuristics: expected a non-empty list of agent specs"),
+        ("players: 2\nbid_refunds: false", "bid_refunds: the two-player variant"),
+        ("- a list", "expected a mapping of options"),
+    ],
+)
+def test_a_bad_config_names_the_file_and_the_key(tmp_path, text, message):
+    path = tmp_path / "x.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: ")
+    assert message in str(info.value)
+
+
+def test_yaml_numbers_without_a_dot_are_numbers(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("learning_rate: 1e-4\ntotal_steps: 1_000\n")
+    config = load_config(path)
+    assert config.learning_rate == 1e-4 and config.total_steps == 1000
+
+
+# --- the learner's environment ----------------------------------------------------------------------------------
+
+
+class ScriptedReader(LeagueReader):
+    """Every opponent seat gets a ``value`` bot (a strong, fixed league)."""
+
+    def __init__(self, env_options):
+        super().__init__(None, ["value"], env_options)
+
+
+def play_episode(env: SelfPlayEnv, seed: int, learner_bot=None) -> tuple[list[float], dict]:
+    """One game; the learner's moves come from ``learner_bot`` (reading the learner's raw observation) or are
+    uniform over its mask. Checks at every step that it is the learner's decision."""
+    obs, info = env.reset(seed=seed)
+    space = revolution_env.MaskedMultiDiscrete(env.action_space.nvec, seed=seed)
+    rewards = []
+    while True:
+        raw = env.game_env
+        assert raw.agent_selection == env.learner  # the learner decides only its own moves
+        own = raw.observe(env.learner)
+        np.testing.assert_allclose(obs, own["observation"] / env.scale, rtol=1e-6)
+        np.testing.assert_array_equal(env.action_masks(), own["action_mask"].astype(bool))
+        if learner_bot is not None:
+            action = learner_bot.act(own, raw.infos[env.learner])
+        else:
+            action = space.sample(own["action_mask"])
+        obs, reward, terminated, truncated, info = env.step(action)
+        rewards.append(reward)
+        if terminated or truncated:
+            return rewards, info
+        assert reward == 0.0
+
+
+@pytest.mark.parametrize("reward", ["win_loss", "margin"])
+def test_the_learner_is_paid_its_own_reward_not_the_winners(reward):
+    options = {"players": 3, "reward": reward}
+    env = SelfPlayEnv(options, ScriptedReader(options))
+    bot = ValueBot(players=3)
+    outcomes = Counter()
+    for seed in range(40):  # until both outcomes have been seen twice (8 games or so)
+        if min(outcomes["won"], outcomes["lost while an opponent won"]) >= 2:
+            break
+        bot.reset(seed)
+        rewards, info = play_episode(env, seed, learner_bot=bot if seed % 2 else None)
+        final = env.game_env.game.final
+        seat = env.game_env.core.seat_of[env.learner]
+        assert info["seat"] == seat and info["won"] == (seat in final["winners"])
+        support = np.asarray(final["support"], dtype=float)
+        if reward == "win_loss":
+            expected = 1.0 if seat in final["winners"] else -1.0
+        else:
+            expected = (support[seat] - np.delete(support, seat).max()) / 100.0
+        assert sum(rewards) == pytest.approx(expected)
+        outcomes["won" if seat in final["winners"] else "lost while an opponent won"] += 1
+    # both cases happened: a loss (an opponent won, its +1 must not leak in) and a win
+    assert outcomes["won"] > 0 and outcomes["lost while an opponent won"] > 0
+
+
+def test_the_learner_changes_seat_between_games():
+    env = make_selfplay_env({"players": 3}, None, ["random"])
+    seats = set()
+    for seed in range(12):
+        env.reset(seed=seed)
+        seats.add(env.learner)
+    assert seats == {"player_0", "player_1", "player_2"}
+
+
+def test_the_same_seed_gives_the_same_games():
+    def run():
+        env = make_selfplay_env({"players": 2}, None, ["random"])
+        return [play_episode(env, seed)[0] for seed in (3, 4)], env.game_env.state_dict()
+
+    assert run() == run()
+
+
+# --- the league --------------------------------------------------------------------------------------------------
+
+
+def test_opponents_are_sampled_by_the_documented_scheme():
+    rng = np.random.default_rng(0)
+    snaps, heuristics = ["s1", "s2", "s3"], ["random", "value"]
+    n = 20_000
+    counts = Counter(choose_opponent(rng, snaps, heuristics, 0.5, 0.3)[1] for _ in range(n))
+    expected = {"s3": 0.5, "s1": 0.15, "s2": 0.15, "random": 0.1, "value": 0.1}
+    for name, p in expected.items():
+        assert counts[name] / n == pytest.approx(p, abs=0.015), name
+    # only the latest snapshot: past draws take it too; no snapshot yet: heuristics only
+    one = Counter(choose_opponent(rng, ["s1"], heuristics, 0.5, 0.3)[1] for _ in range(n))
+    assert one["s1"] / n == pytest.approx(0.8, abs=0.015)
+    none = Counter(choose_opponent(rng, [], heuristics, 0.5, 0.3)[0] for _ in range(1000))
+    assert none == {"heuristic": 1000}
+
+
+def test_snapshots_are_added_and_capped_keeping_the_first(tmp_path):
+    checkpoint = read_checkpoint(untrained_checkpoint(tmp_path, players=3))
+    league = League(tmp_path / "league", max_snapshots=3)
+    reader = LeagueReader(tmp_path / "league", ["random"], {"players": 3}, p_latest=1.0)
+    rng = np.random.default_rng(0)
+    assert reader.sample(rng, 0)[0] == "random"  # no snapshot yet
+    for step in (100, 200, 300, 400, 500):
+        league.add(checkpoint, step)
+        name, agent = reader.sample(rng, 0)  # the reader sees every new snapshot at once
+        assert name == f"snapshot_{step:012d}.pt" and isinstance(agent, PolicyAgent)
+        assert not agent.deterministic  # snapshot opponents sample
+    files = [s["file"] for s in read_league(tmp_path / "league")]
+    assert files == ["snapshot_000000000100.pt", "snapshot_000000000400.pt", "snapshot_000000000500.pt"]
+    assert sorted(p.name for p in (tmp_path / "league").glob("*.pt")) == files
+    league.rollback(400)
+    assert [s["step"] for s in read_league(tmp_path / "league")] == [100, 400]
+    assert not (tmp_path / "league" / "snapshot_000000000500.pt").exists()
+
+
+# --- checkpoints -------------------------------------------------------------------------------------------------
+
+
+def test_a_checkpoint_records_what_it_was_trained_for(tmp_path):
+    path = untrained_checkpoint(tmp_path, players=3)
+    data = torch.load(path, weights_only=True)
+    assert data["format"] == FORMAT and data["format_version"] == FORMAT_VERSION
+    assert data["env"] == "revolution_v1"
+    assert data["env_options"] == {
+        "players": 3,
+        "bid_refunds": False,
+        "area_control_bonus": False,
+        "first_edition": False,
+        "max_rounds": 100,
+        "board": "standard",
+        "reward": "win_loss",
+    }
+    assert data["layout_hash"] == layout_hash({"players": 3}) != layout_hash({"players": 4})
+    assert data["step"] == 7 and data["wall_time"] == 1.5 and "saved_at" in data
+
+
+@pytest.mark.parametrize(
+    "options, named",
+    [
+        ({"players": 4}, "players: checkpoint 3, environment 4"),
+        ({"players": 3, "first_edition": True}, "first_edition"),
+        ({"players": 3, "area_control_bonus": True}, "area_control_bonus"),
+        ({"players": 3, "max_rounds": 20}, "max_rounds"),
+    ],
+)
+def test_a_checkpoint_refuses_another_environment(tmp_path, options, named):
+    path = untrained_checkpoint(tmp_path, players=3)
+    with pytest.raises(ValueError, match=named):
+        load_policy_agent(str(path), **options)
+    with pytest.raises(ValueError, match=named):
+        load_agent(str(path), **options)  # through the agents' loader too
+
+
+def test_a_changed_layout_is_refused(tmp_path):
+    path = untrained_checkpoint(tmp_path, players=3)
+    data = torch.load(path, weights_only=True)
+    data["layout_hash"] = "0" * 64
+    save_checkpoint(data, path)
+    with pytest.raises(ValueError, match="layout_hash differs"):
+        load_policy_agent(str(path), players=3)
+
+
+def test_corrupt_and_foreign_files_are_not_checkpoints(tmp_path):
+    good = untrained_checkpoint(tmp_path, players=3).read_bytes()
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(good[: len(good) // 2])
+    text = tmp_path / "notes.pt"
+    text.write_text("hello")
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"weights": torch.zeros(3)}, foreign)
+    for path in (corrupt, text, foreign):
+        with pytest.raises(ValueError, match=rf"{path.name} is not a Revolution! policy checkpoint: "):
+            load_policy_agent(str(path), players=3)
+    with pytest.raises(ValueError, match="no such"):
+        load_policy_agent(str(tmp_path / "missing.pt"), players=3)
+
+
+@pytest.mark.parametrize(
+    "options, kinds",
+    [
+        ({"players": 2}, {"bid", "guy", "spy", "apothecary_first", "apothecary_second"}),
+        ({"players": 3, "first_edition": True}, {"bid", "remove", "spy", "apothecary_first", "apothecary_second"}),
+        ({"players": 4}, {"bid", "spy", "apothecary_first", "apothecary_second"}),
+    ],
+)
+def test_a_checkpoint_plays_legal_moves_in_every_decision(tmp_path, options, kinds):
+    """Whole games through the raw env, which raises on any illegal action; greedy and sampling agents."""
+    path = str(untrained_checkpoint(tmp_path, **options))
+    players = options["players"]
+    agents = [load_agent(path, **options)] + [
+        load_policy_agent(path, deterministic=False, **options) for _ in range(players - 1)
+    ]
+    seen = Counter()
+    for seed in range(6):
+        env = revolution_env.raw_env(**options)
+        env.reset(seed=seed)
+        for i, agent in enumerate(agents):
+            agent.reset(seed * 10 + i)
+        for name in env.agent_iter():
+            obs, _, terminated, truncated, info = env.last()
+            if terminated or truncated:
+                break
+            seen[info["decision"]] += 1
+            env.step(agents[int(name.split("_")[1])].act(obs, info))
+        assert env.game.final is not None
+    assert kinds <= set(seen), seen
+
+
+def test_the_numpy_policy_computes_the_networks_logits(tmp_path):
+    from sb3_contrib import MaskablePPO
+
+    from training.distributions import MaskableMultiDiscretePolicy
+
+    env = make_selfplay_env({"players": 3}, None, ["random"])
+    model = MaskablePPO(MaskableMultiDiscretePolicy, env, policy_kwargs={"net_arch": [16, 8]}, seed=1, n_steps=32)
+    agent = PolicyAgent(policy_from_sb3(model.policy, "tanh"), players=3)
+    obs, _ = env.reset(seed=0)
+    with torch.no_grad():
+        x = torch.as_tensor(obs[None])
+        expected = model.policy.action_net(model.policy.mlp_extractor.forward_actor(x))[0].numpy()
+    np.testing.assert_allclose(agent.net.logits(obs), expected, rtol=1e-4, atol=1e-5)
+    greedy, _ = model.predict(obs, deterministic=True, action_masks=env.action_masks())
+    raw = env.game_env.observe(env.learner)
+    np.testing.assert_array_equal(agent.act(raw, {}), greedy)
+
+
+# --- whole runs --------------------------------------------------------------------------------------------------
+
+
+def test_a_short_run_through_the_cli_writes_checkpoints(tmp_path):
+    out = tmp_path / "run"
+    proc = train_cli("--config", str(write_config(tmp_path)), "--out", str(out))
+    log, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, log
+    state = json.loads((out / "state.json").read_text())
+    assert state["step"] == 256 and state["model"] == "saves/model_000000000256.zip"
+    assert [p.name for p in (out / "saves").glob("*.zip")] == ["model_000000000256.zip"]
+    assert [e["step"] for e in state["evaluations"]] == [128, 256]
+    assert set(state["evaluations"][0]["win_rates"]) == {"random"}
+    latest = read_checkpoint(out / "latest.pt")
+    assert latest["step"] == 256 and latest["config"]["net_arch"] == [16]
+    best = read_checkpoint(out / "best.pt")
+    assert best["step"] == state["best_step"]
+    assert [s["step"] for s in read_league(out / "league")] == [64, 256]  # capped at 2: the first and the latest
+    assert list((out / "tb").glob("events.out.tfevents.*"))
+    assert not list(out.rglob(".*.tmp"))
+    # the policy plays in the evaluation harness, and a second run into the same folder is refused
+    from revolution_env.evaluation import evaluate_lineup
+
+    ev = evaluate_lineup([str(out / "latest.pt"), "random", "random"], games=3, seed=0, workers=1, progress=False)
+    assert ev.stats[str(out / "latest.pt")].games == 3
+    with pytest.raises(ValueError, match="is a stable-baselines3 model"):
+        load_agent(str(out / state["model"]), players=3)  # the resume file is not an agent
+    again = train_cli("--config", str(write_config(tmp_path)), "--out", str(out))
+    log, _ = again.communicate(timeout=60)
+    assert again.returncode == 2 and "pass --resume" in log
+    done = train_cli("--config", str(write_config(tmp_path)), "--out", str(out), "--resume")
+    log, _ = done.communicate(timeout=60)
+    assert done.returncode == 0 and "done: 256 steps" in log, log  # nothing left to train
+    assert json.loads((out / "state.json").read_text()) == state
+
+
+def wait_for_save(out: Path, proc: subprocess.Popen, past: int, timeout: float = 60.0) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if (out / "state.json").exists():
+            state = json.loads((out / "state.json").read_text())
+            if state["step"] > past:
+                return state
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(0.05)
+    raise AssertionError(f"no save past step {past} within {timeout} s")
+
+
+def test_a_killed_run_resumes_from_its_last_save(tmp_path):
+    """SIGKILL mid-run, resume, Ctrl-C (saves and exits), resume to the end: the step count and the league carry
+    on."""
+    out = tmp_path / "run"
+    config = write_config(tmp_path, n_envs=1, total_steps=100_000, eval_every=0, max_snapshots=4)
+    first = train_cli("--config", str(config), "--out", str(out))
+    try:
+        wait_for_save(out, first, past=128)
+        time.sleep(0.3)  # kill it somewhere in the middle of the next interval, maybe mid-write
+    finally:
+        first.kill()
+        first.wait()
+    saved = json.loads((out / "state.json").read_text())
+    assert (out / saved["model"]).exists()
+    step = saved["step"]
+    league_then = [s for s in read_league(out / "league") if s["step"] <= step]
+
+    second = train_cli("--config", str(config), "--out", str(out), "--resume")
+    state = wait_for_save(out, second, past=step)
+    assert state["step"] >= step + 64  # it carried on from the save, not from zero
+    second.send_signal(signal.SIGINT)
+    log, _ = second.communicate(timeout=60)
+    assert second.returncode == 130, log
+    assert "saved" in log and "--resume" in log
+    stopped = json.loads((out / "state.json").read_text())
+    assert read_checkpoint(out / "latest.pt")["step"] == stopped["step"] >= state["step"]
+
+    final = stopped["step"] + 64
+    third = train_cli("--config", str(config), "--out", str(out), "--resume", "--total-steps", str(final))
+    log, _ = third.communicate(timeout=60)
+    assert third.returncode == 0, log
+    end = json.loads((out / "state.json").read_text())
+    assert end["step"] == final
+    snapshots = read_league(out / "league")
+    assert snapshots[0] == league_then[0]  # the first snapshot survives every resume
+    assert [s["step"] for s in snapshots] == sorted(s["step"] for s in snapshots)
+    assert all((out / "league" / s["file"]).exists() for s in snapshots)
+    assert len(list((out / "saves").glob("*.zip"))) == 1
+    assert not list(out.rglob(".*.tmp"))
+
+
+def test_the_config_has_a_docstring_per_field():
+    import ast
+    import inspect
+
+    import training.config
+
+    tree = ast.parse(inspect.getsource(training.config))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "TrainConfig")
+    documented = {
+        a.target.id
+        for a, doc in zip(cls.body, cls.body[1:])
+        if isinstance(a, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
+    }
+    assert documented == {f for f in TrainConfig.__dataclass_fields__}

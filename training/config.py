@@ -1,0 +1,308 @@
+"""The training configuration: one dataclass, one docstring per field, read from YAML.
+
+```python
+from training.config import load_config
+config = load_config("configs/default.yaml")   # unknown keys and bad values raise ValueError naming the key
+config.env_options()                          # the options every environment and agent of the run is built with
+```
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REWARDS = ("win_loss", "margin")
+ACTIVATIONS = ("tanh", "relu")
+
+
+@dataclass
+class TrainConfig:
+    """Everything a self-play run depends on. Steps count the learner's own decisions (environment steps of the
+    vectorised self-play env), summed over all parallel environments."""
+
+    # --- the game ------------------------------------------------------------------------------------------------
+    players: int = 3
+    """Players at the table: 2 (the puppet variant), 3 or 4. The learner takes one seat, opponents the others."""
+    bid_refunds: bool | None = None
+    """Optional rule: losing bids come back (None: the variant's default, on for 2 players and the first edition)."""
+    area_control_bonus: bool = False
+    """Optional rule: +10 support and protection for a player holding a whole area."""
+    first_edition: bool = False
+    """The first edition's Card space and deck."""
+    max_rounds: int = 100
+    """A game not over after this round is truncated and scored (D8)."""
+    board: str = "standard"
+    """A board name or a path to a board JSON file."""
+    reward: str = "win_loss"
+    """The learner's reward at the end of a game: ``win_loss`` (+1 / -1) or ``margin`` (support margin / 100)."""
+
+    # --- PPO -----------------------------------------------------------------------------------------------------
+    total_steps: int = 200_000
+    """Learner steps to train for in all (a resumed run continues to this count)."""
+    n_envs: int = 2
+    """Parallel self-play environments (subprocesses; one runs in the main process)."""
+    n_steps: int = 256
+    """Steps per environment per rollout (a PPO update sees ``n_envs * n_steps`` steps)."""
+    batch_size: int = 128
+    """Minibatch size of the PPO updates."""
+    n_epochs: int = 4
+    """Passes over each rollout."""
+    learning_rate: float = 3e-4
+    """Adam's step size (constant)."""
+    gamma: float = 0.995
+    """Discount factor (rewards come only at the end of a game of ~20 learner decisions)."""
+    gae_lambda: float = 0.95
+    """GAE's bias-variance trade-off."""
+    ent_coef: float = 0.01
+    """Entropy bonus: keeps the masked policy exploring."""
+    vf_coef: float = 0.5
+    """Weight of the value loss."""
+    clip_range: float = 0.2
+    """PPO's clipping of the probability ratio."""
+    max_grad_norm: float = 0.5
+    """Gradient clipping."""
+    net_arch: list[int] = field(default_factory=lambda: [128, 128])
+    """Hidden layer sizes of the policy and of the value network (separate networks of the same shape)."""
+    activation: str = "tanh"
+    """Activation of the hidden layers: ``tanh`` or ``relu``."""
+    seed: int = 0
+    """Seeds torch, numpy, every environment's games and seats, and the league's opponent sampling."""
+    device: str = "cpu"
+    """Torch device for training (``cpu``, ``cuda``, ``auto``); opponents and checkpoints always run on the CPU."""
+    torch_threads: int = 1
+    """Torch CPU threads of the training process: 1 is fastest for small networks (more threads cost more in
+    synchronisation than they save, and the self-play workers need the cores)."""
+
+    # --- the league ----------------------------------------------------------------------------------------------
+    snapshot_every: int = 10_000
+    """Add a frozen copy of the learner to the league every this many steps."""
+    max_snapshots: int = 10
+    """Snapshots kept in the league: past the cap the oldest goes, except the first, which always stays."""
+    p_latest: float = 0.4
+    """Per opponent seat, the chance of the latest snapshot (once one exists)."""
+    p_past: float = 0.3
+    """Per opponent seat, the chance of a uniformly drawn older snapshot (the latest when it is the only one)."""
+    p_heuristics: float = 0.3
+    """Per opponent seat, the chance of a uniformly drawn agent of ``heuristics``; the three chances sum to 1."""
+    heuristics: list[str] = field(default_factory=lambda: ["random"])
+    """Agent specs (``random``, a heuristic's name, a checkpoint file) that fill the league besides snapshots;
+    until the first snapshot exists, every opponent comes from here."""
+    opponents_deterministic: bool = False
+    """Whether snapshot opponents take their most likely action (False: they sample, as the learner does)."""
+
+    # --- evaluation and saving -----------------------------------------------------------------------------------
+    eval_every: int = 20_000
+    """Evaluate the learner against each baseline every this many steps (0: never)."""
+    eval_games: int = 30
+    """Games per baseline in each evaluation (rotated over the seats)."""
+    eval_opponents: list[str] | None = None
+    """Baselines, evaluated one at a time (None: the ``heuristics`` list)."""
+    eval_fill: str | None = "random"
+    """Who takes the seats beyond the learner and the baseline with 3 or 4 players (None: more copies of the
+    baseline; identical bots tend to tie each other's bids, which flatters the learner). With ``random`` the
+    evaluation is in effect a duel with a weak third party: 0.5 is parity."""
+    eval_workers: int = 1
+    """Processes the evaluation plays its games in."""
+    save_every: int = 10_000
+    """Save the model, the policy, the league and the run state every this many steps."""
+    out: str = "runs/default"
+    """Output folder (checkpoints, league, TensorBoard logs); ``--out`` overrides it."""
+
+    def __post_init__(self) -> None:
+        check(self)
+
+    def env_options(self) -> dict[str, Any]:
+        """The environment options of the run (what ``revolution_env.raw_env`` and every agent take)."""
+        return {
+            "players": self.players,
+            "bid_refunds": self.bid_refunds,
+            "area_control_bonus": self.area_control_bonus,
+            "first_edition": self.first_edition,
+            "max_rounds": self.max_rounds,
+            "board": self.board,
+            "reward": self.reward,
+        }
+
+    def baselines(self) -> list[str]:
+        return list(self.eval_opponents if self.eval_opponents is not None else self.heuristics)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        return dataclasses.replace(self, **changes)
+
+
+# --- checking ----------------------------------------------------------------------------------------------------
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+
+
+def _positive_int(v: Any) -> str | None:
+    return None if _is_int(v) and v > 0 else "a positive integer"
+
+
+def _non_negative_int(v: Any) -> str | None:
+    return None if _is_int(v) and v >= 0 else "a non-negative integer"
+
+
+def _probability(v: Any) -> str | None:
+    return None if _is_number(v) and 0.0 <= v <= 1.0 else "a number between 0 and 1"
+
+
+def _positive_number(v: Any) -> str | None:
+    return None if _is_number(v) and v > 0 else "a positive number"
+
+
+def _fraction(v: Any) -> str | None:
+    return None if _is_number(v) and 0.0 < v <= 1.0 else "a number in (0, 1]"
+
+
+def _bool(v: Any) -> str | None:
+    return None if isinstance(v, bool) else "true or false"
+
+
+def _optional_bool(v: Any) -> str | None:
+    return None if v is None or isinstance(v, bool) else "true, false or null"
+
+
+def _string(v: Any) -> str | None:
+    return None if isinstance(v, str) and v else "a non-empty string"
+
+
+def _specs(v: Any) -> str | None:
+    ok = isinstance(v, list) and v and all(isinstance(s, str) and s for s in v)
+    return None if ok else "a non-empty list of agent specs"
+
+
+def _optional_specs(v: Any) -> str | None:
+    return None if v is None else _specs(v)
+
+
+def _net_arch(v: Any) -> str | None:
+    return None if isinstance(v, list) and all(_is_int(n) and n > 0 for n in v) else "a list of positive integers"
+
+
+def _one_of(*choices: Any):
+    def check_choice(v: Any) -> str | None:
+        return None if v in choices else "one of " + ", ".join(map(str, choices))
+
+    return check_choice
+
+
+CHECKS = {
+    "players": _one_of(2, 3, 4),
+    "bid_refunds": _optional_bool,
+    "area_control_bonus": _bool,
+    "first_edition": _bool,
+    "max_rounds": _positive_int,
+    "board": _string,
+    "reward": _one_of(*REWARDS),
+    "total_steps": _positive_int,
+    "n_envs": _positive_int,
+    "n_steps": _positive_int,
+    "batch_size": _positive_int,
+    "n_epochs": _positive_int,
+    "learning_rate": _positive_number,
+    "gamma": _fraction,
+    "gae_lambda": _fraction,
+    "ent_coef": lambda v: None if _is_number(v) and v >= 0 else "a non-negative number",
+    "vf_coef": _positive_number,
+    "clip_range": _positive_number,
+    "max_grad_norm": _positive_number,
+    "net_arch": _net_arch,
+    "activation": _one_of(*ACTIVATIONS),
+    "seed": _non_negative_int,
+    "device": _string,
+    "torch_threads": _positive_int,
+    "snapshot_every": _positive_int,
+    "max_snapshots": _positive_int,
+    "p_latest": _probability,
+    "p_past": _probability,
+    "p_heuristics": _probability,
+    "heuristics": _specs,
+    "opponents_deterministic": _bool,
+    "eval_every": _non_negative_int,
+    "eval_games": _positive_int,
+    "eval_opponents": _optional_specs,
+    "eval_fill": lambda v: None if v is None else _string(v),
+    "eval_workers": _positive_int,
+    "save_every": _positive_int,
+    "out": _string,
+}
+FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig))
+assert set(CHECKS) == set(FIELDS), "every field has a check"
+
+
+def check(config: TrainConfig) -> None:
+    """Raise ``ValueError`` naming the first bad field."""
+    for name in FIELDS:
+        value = getattr(config, name)
+        expected = CHECKS[name](value)
+        if expected is not None:
+            raise ValueError(f"{name}: expected {expected}, got {value!r}")
+    total = config.p_latest + config.p_past + config.p_heuristics
+    if abs(total - 1.0) > 1e-6:
+        raise ValueError(f"p_latest, p_past, p_heuristics: expected to sum to 1, got {total:g}")
+    if config.players == 2 and config.bid_refunds is False:
+        raise ValueError("bid_refunds: the two-player variant always plays with Bid Refunds")
+    if config.first_edition and config.bid_refunds is False:
+        raise ValueError("bid_refunds: the first edition always plays with Bid Refunds (D14)")
+
+
+FLOAT_FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.type == "float")
+
+
+def _yaml_float(value: Any) -> Any:
+    """YAML 1.1 reads ``3e-4`` (no dot) as a string: take it as the number it means."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def from_dict(data: dict[str, Any], source: str = "config") -> TrainConfig:
+    """A config from a mapping; unknown keys or bad values raise ``ValueError`` starting with ``source``."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: expected a mapping of options, got {type(data).__name__}")
+    for key in data:
+        if key not in FIELDS:
+            raise ValueError(f"{source}: {key}: unknown option (options: {', '.join(FIELDS)})")
+    data = {k: _yaml_float(v) if k in FLOAT_FIELDS else v for k, v in data.items()}
+    try:
+        return TrainConfig(**data)
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
+
+
+def load_config(path: str | Path) -> TrainConfig:
+    """Read a YAML config; every key is a :class:`TrainConfig` field, and missing keys take the defaults."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML: {exc}") from None
+    return from_dict({} if data is None else data, str(path))
+
+
+def dump_config(config: TrainConfig) -> str:
+    """The config as YAML (``load_config`` reads it back to an equal config)."""
+    return yaml.safe_dump(config.to_dict(), sort_keys=False)

@@ -1,0 +1,415 @@
+"""Self-play training with MaskablePPO: the whole loop, top to bottom.
+
+```python
+from training.config import load_config
+from training.train import train
+train(load_config("configs/default.yaml"), out="runs/default")            # or resume=True to continue
+```
+
+**The run folder** (``out``):
+
+| file                        | what                                                                         |
+|-----------------------------|------------------------------------------------------------------------------|
+| `state.json`                | the run state: step, wall time, the model file to resume from, evaluations   |
+| `config.yaml`               | the config the run was started with                                          |
+| `saves/model_<step>.zip`    | SB3's model with its optimizer (what ``--resume`` continues from)            |
+| `latest.pt`, `best.pt`      | policy checkpoints (``revolution eval`` takes them): the last save, the best evaluation |
+| `league/`                   | the league: `league.json` and `snapshot_<step>.pt` (see ``training.league``) |
+| `tb/`                       | TensorBoard logs (``tensorboard --logdir <out>/tb``)                         |
+
+**Saving** every ``save_every`` steps (and at the end, and on Ctrl-C or SIGTERM): the model zip, then
+``latest.pt``, then ``state.json``, which names the zip and so commits the save; only then is the previous zip
+deleted. Every file is written to a temporary name and renamed, so a kill at any moment leaves the last complete
+save intact, and ``--resume`` loses at most one save interval. A resumed run forgets league snapshots taken after
+its save, so that the league matches the model it continues from.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
+
+from .checkpoint import atomic_write, atomic_write_json, make_checkpoint, save_checkpoint
+from .config import TrainConfig, dump_config, from_dict
+from .distributions import MaskableMultiDiscretePolicy
+from .league import League
+from .policy import policy_from_sb3
+from .selfplay import make_selfplay_env
+
+STATE_FILE = "state.json"
+CONFIG_FILE = "config.yaml"
+LATEST = "latest.pt"
+BEST = "best.pt"
+RUN_FORMAT = "revolution-train-run"
+
+
+# --- the run folder ----------------------------------------------------------------------------------------------
+
+
+def read_state(out: str | Path) -> dict[str, Any] | None:
+    """The run state of the last complete save in ``out`` (None if there is none)."""
+    path = Path(out) / STATE_FILE
+    if not path.exists():
+        return None
+    state = json.loads(path.read_text(encoding="utf-8"))
+    if state.get("format") != RUN_FORMAT:
+        raise ValueError(f"{path}: not a training run state")
+    return state
+
+
+def remove_temporaries(out: Path) -> None:
+    """Temporary files left by a killed save (``.<name>.<random>.tmp``) or evaluation (``learner_<step>.pt``)."""
+    for folder in (out, out / "saves", out / "league"):
+        if folder.is_dir():
+            for tmp in [*folder.glob(".*.tmp"), *folder.glob("learner_*.pt")]:
+                tmp.unlink(missing_ok=True)
+
+
+# --- environments ------------------------------------------------------------------------------------------------
+
+
+def env_factory(config: TrainConfig, league_folder: Path, in_subprocess: bool):
+    options = config.env_options()
+
+    def make() -> Any:
+        if in_subprocess:  # Ctrl-C is for the training process: it stops and saves, then closes the workers
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            torch.set_num_threads(1)
+        return make_selfplay_env(
+            options,
+            league_folder,
+            config.heuristics,
+            config.p_latest,
+            config.p_past,
+            config.opponents_deterministic,
+        )
+
+    return make
+
+
+def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
+    """``n_envs`` self-play envs: subprocesses (DummyVecEnv for one), with episode statistics (VecMonitor)."""
+    if config.n_envs == 1:
+        venv: VecEnv = DummyVecEnv([env_factory(config, league_folder, False)])
+    else:
+        venv = SubprocVecEnv([env_factory(config, league_folder, True) for _ in range(config.n_envs)])
+    return VecMonitor(venv)
+
+
+def new_model(config: TrainConfig, venv: VecEnv) -> MaskablePPO:
+    activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[config.activation]
+    return MaskablePPO(
+        MaskableMultiDiscretePolicy,  # "MlpPolicy" with a faster masked distribution (training/distributions.py)
+        venv,
+        learning_rate=config.learning_rate,
+        n_steps=config.n_steps,
+        batch_size=config.batch_size,
+        n_epochs=config.n_epochs,
+        gamma=config.gamma,
+        gae_lambda=config.gae_lambda,
+        clip_range=config.clip_range,
+        ent_coef=config.ent_coef,
+        vf_coef=config.vf_coef,
+        max_grad_norm=config.max_grad_norm,
+        policy_kwargs={"net_arch": list(config.net_arch), "activation_fn": activation},
+        seed=config.seed,
+        device=config.device,
+        verbose=0,
+    )
+
+
+# --- evaluation --------------------------------------------------------------------------------------------------
+
+
+class _sigint_deferred:
+    """Hold Ctrl-C back while the evaluation's worker processes start and play (blocked signals are inherited, so
+    they never see it; a pool worker killed by it would hang the evaluation); it is delivered afterwards."""
+
+    def __enter__(self) -> None:
+        self._block = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+        if self._block:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._block:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def evaluate(config: TrainConfig, checkpoint: dict[str, Any], step: int, scratch: Path) -> dict[str, float]:
+    """Win rate of the policy (greedy) against each baseline, over every seat order; seats beyond the learner and
+    the baseline go to ``eval_fill``. Every evaluation plays the same seeds, so that they compare like with like."""
+    options = {k: v for k, v in config.env_options().items() if k != "reward"}
+    # a new file name each time: the harness caches agents by spec within a process
+    path = scratch / f"learner_{step:012d}.pt"
+    save_checkpoint(checkpoint, path)
+    try:
+        with _sigint_deferred():
+            return _win_rates(config, path, step, options)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _win_rates(config: TrainConfig, path: Path, step: int, options: dict[str, Any]) -> dict[str, float]:
+    from revolution_env.evaluation import evaluate_lineup
+
+    rates = {}
+    for baseline in config.baselines():
+        lineup = [str(path), baseline] + [config.eval_fill or baseline] * (config.players - 2)
+        ev = evaluate_lineup(lineup, config.eval_games, config.seed, options, config.eval_workers, progress=False)
+        rates[baseline] = ev.stats[str(path)].win_rate
+    return rates
+
+
+# --- the callback: league, evaluation, saving, logging ------------------------------------------------------------
+
+
+@dataclass
+class RunState:
+    """What a save records beside the model (``state.json``)."""
+
+    step: int = 0
+    wall_time: float = 0.0
+    model: str | None = None
+    best_win_rate: float | None = None
+    best_step: int | None = None
+    evaluations: list[dict[str, Any]] = field(default_factory=list)
+
+
+class SelfPlayCallback(BaseCallback):
+    """Adds snapshots to the league, evaluates, saves, logs custom scalars, and stops when asked to."""
+
+    def __init__(self, config: TrainConfig, out: Path, league: League, run: RunState) -> None:
+        super().__init__()
+        self.config, self.out, self.league, self.run = config, out, league, run
+        self.stop_requested = False
+        self.wins: deque[float] = deque(maxlen=100)
+        self._session_start = time.time()
+        self._wall_at_start = run.wall_time
+        self._window = (time.time(), 0)
+
+    def _on_training_start(self) -> None:
+        step = self.model.num_timesteps
+        self._next = {
+            "snapshot": _next_multiple(step, self.config.snapshot_every),
+            "eval": _next_multiple(step, self.config.eval_every) if self.config.eval_every else None,
+            "save": _next_multiple(step, self.config.save_every),
+        }
+        self._window = (time.time(), step)
+
+    def wall_time(self) -> float:
+        return self._wall_at_start + (time.time() - self._session_start)
+
+    def _on_step(self) -> bool:
+        for info, done in zip(self.locals["infos"], self.locals["dones"]):
+            if done and "won" in info:
+                self.wins.append(float(info["won"]))
+        step = self.model.num_timesteps
+        if step >= self._next["snapshot"]:
+            self.league.add(self.checkpoint(), step)
+            self._next["snapshot"] = _next_multiple(step, self.config.snapshot_every)
+        if self._next["eval"] is not None and step >= self._next["eval"]:
+            self.evaluate()
+            self._next["eval"] = _next_multiple(step, self.config.eval_every)
+        if step >= self._next["save"]:
+            self.save()
+            self._next["save"] = _next_multiple(step, self.config.save_every)
+        return not self.stop_requested
+
+    def _on_rollout_end(self) -> None:
+        now, step = time.time(), self.model.num_timesteps
+        then, before = self._window
+        if now > then:
+            self.logger.record("time/steps_per_second", (step - before) / (now - then))
+        self._window = (now, step)
+        if self.wins:
+            self.logger.record("rollout/win_rate", float(np.mean(self.wins)))
+        self.logger.record("league/snapshots", len(self.league.snapshots))
+
+    # --- the pieces --------------------------------------------------------------------------------------------
+
+    def checkpoint(self) -> dict[str, Any]:
+        policy = policy_from_sb3(self.model.policy, self.config.activation)
+        return make_checkpoint(
+            policy, self.config.env_options(), self.config.to_dict(), self.model.num_timesteps, self.wall_time()
+        )
+
+    def evaluate(self) -> None:
+        step = self.model.num_timesteps
+        checkpoint = self.checkpoint()
+        rates = evaluate(self.config, checkpoint, step, self.out / "saves")
+        mean = float(np.mean(list(rates.values())))
+        for baseline, rate in rates.items():
+            self.logger.record(f"eval/win_rate_vs_{baseline}", rate)
+        self.logger.record("eval/win_rate_mean", mean)
+        self.run.evaluations.append({"step": step, "win_rates": rates, "mean": mean})
+        if self.run.best_win_rate is None or mean > self.run.best_win_rate:
+            self.run.best_win_rate, self.run.best_step = mean, step
+            save_checkpoint(checkpoint, self.out / BEST)
+        self.logger.dump(step)  # now, at the step evaluated (SB3 would write them at the end of the rollout)
+        shown = ", ".join(f"{b} {r:.2f}" for b, r in rates.items())
+        print(f"step {step}: win rate vs {shown} (best {self.run.best_win_rate:.2f} at step {self.run.best_step})")
+
+    def save(self) -> None:
+        """Model zip, then latest.pt, then state.json (the commit), then the previous zip goes."""
+        step = self.model.num_timesteps
+        name = f"saves/model_{step:012d}.zip"
+        atomic_write(self.out / name, self.model.save)
+        save_checkpoint(self.checkpoint(), self.out / LATEST)
+        previous = self.run.model
+        self.run.step, self.run.wall_time, self.run.model = step, self.wall_time(), name
+        write_state(self.out, self.config, self.run, self.league)
+        if previous and previous != name:
+            (self.out / previous).unlink(missing_ok=True)
+
+
+def _next_multiple(step: int, every: int) -> int:
+    return (step // every + 1) * every
+
+
+def write_state(out: Path, config: TrainConfig, run: RunState, league: League) -> None:
+    atomic_write_json(
+        out / STATE_FILE,
+        {
+            "format": RUN_FORMAT,
+            "version": 1,
+            "step": run.step,
+            "wall_time": run.wall_time,
+            "model": run.model,
+            "best_win_rate": run.best_win_rate,
+            "best_step": run.best_step,
+            "evaluations": run.evaluations,
+            "league": [s["file"] for s in league.snapshots],
+            "config": config.to_dict(),
+        },
+    )
+
+
+# --- training ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainResult:
+    step: int
+    interrupted: bool
+    steps_per_second: float
+    best_win_rate: float | None
+    out: Path
+
+
+def prepare_run(config: TrainConfig, out: str | Path | None, resume: bool) -> tuple[TrainConfig, Path, dict | None]:
+    """The config and folder of the run, and its saved state when resuming. A resumed run keeps the config it
+    was started with, apart from ``total_steps``."""
+    folder = Path(out if out is not None else config.out)
+    state = read_state(folder)
+    if resume:
+        if state is None:
+            raise ValueError(f"{folder}: no saved run to resume (no {STATE_FILE})")
+        saved = from_dict(state["config"], str(folder / STATE_FILE))
+        ignored = [
+            k
+            for k in ("players", "n_envs", "n_steps", "learning_rate", "net_arch", "heuristics", "seed")
+            if getattr(saved, k) != getattr(config, k)
+        ]
+        if ignored:
+            print(f"note: resuming with the run's own config; the given config's {', '.join(ignored)} are ignored")
+        config = saved.replace(total_steps=config.total_steps)
+    elif state is not None:
+        raise ValueError(
+            f"{folder}: already holds a run (step {state['step']}); pass --resume to continue it, or another --out"
+        )
+    return config.replace(out=str(folder)), folder, state
+
+
+def train(
+    config: TrainConfig, out: str | Path | None = None, resume: bool = False, progress: bool = False
+) -> TrainResult:
+    """Train (or, with ``resume``, continue) a self-play run; Ctrl-C or SIGTERM stops it after a save."""
+    config, out, state = prepare_run(config, out, resume)
+    out.mkdir(parents=True, exist_ok=True)
+    remove_temporaries(out)
+    if state is None:
+        atomic_write(out / CONFIG_FILE, lambda fh: fh.write(dump_config(config).encode("utf-8")))
+    league = League(out / "league", config.max_snapshots)
+    run = RunState()
+    if state is not None:
+        league.rollback(state["step"])
+        run = RunState(
+            state["step"],
+            state["wall_time"],
+            state["model"],
+            state["best_win_rate"],
+            state["best_step"],
+            state["evaluations"],
+        )
+        if run.step >= config.total_steps:  # nothing left to train
+            return TrainResult(run.step, False, 0.0, run.best_win_rate, out)
+
+    torch.set_num_threads(config.torch_threads)
+    venv = make_vec_env(config, out / "league")
+    try:
+        if state is None:
+            model = new_model(config, venv)
+        else:
+            model = MaskablePPO.load(out / state["model"], env=venv, device=config.device, force_reset=True)
+            model.set_random_seed(config.seed + state["step"])  # fresh games, not a replay of the first ones
+        model.set_logger(configure(str(out / "tb"), ["tensorboard"]))
+        callback = SelfPlayCallback(config, out, league, run)
+        callback.init_callback(model)  # learn() does it too, but a run already at total_steps never calls learn()
+        start_step, start_time = model.num_timesteps, time.time()
+        remaining = max(0, config.total_steps - model.num_timesteps)
+        with _stop_on_signals(callback):
+            if remaining > 0:
+                model.learn(remaining, callback=callback, reset_num_timesteps=state is None, progress_bar=progress)
+            interrupted = callback.stop_requested
+            last_eval = run.evaluations[-1]["step"] if run.evaluations else -1
+            if (
+                not interrupted
+                and config.eval_every
+                and model.num_timesteps - last_eval >= config.n_envs * config.n_steps
+            ):
+                callback.evaluate()  # a final evaluation, unless the last one was in the last rollout
+            if run.model is None or run.step != model.num_timesteps:
+                callback.save()
+        elapsed = time.time() - start_time
+        sps = (model.num_timesteps - start_step) / elapsed if elapsed > 0 else 0.0
+        return TrainResult(model.num_timesteps, interrupted, sps, run.best_win_rate, out)
+    finally:
+        venv.close()
+
+
+class _stop_on_signals:
+    """Ctrl-C or SIGTERM asks the callback to stop at the next step (the run then saves); a second Ctrl-C
+    raises KeyboardInterrupt at once."""
+
+    def __init__(self, callback: SelfPlayCallback) -> None:
+        self.callback = callback
+
+    def __enter__(self) -> _stop_on_signals:
+        main = threading.current_thread() is threading.main_thread()  # only the main thread may set handlers
+        self._old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
+        for s in self._old:
+            signal.signal(s, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.callback.stop_requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.callback.stop_requested = True
+        print(f"\n{signal.Signals(signum).name}: stopping after this step and saving (Ctrl-C again to abort)")
+
+    def __exit__(self, *exc: Any) -> None:
+        for s, handler in self._old.items():
+            signal.signal(s, handler)
