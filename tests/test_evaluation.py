@@ -345,3 +345,18 @@ def test_python_m_evaluation_runs(tmp_path):
     proc = subprocess.run([*cmd, "--games", "2", "--workers", "1"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "random#2" in proc.stdout
+
+
+def test_a_checkpoint_rewritten_at_the_same_path_is_loaded_again(tmp_path, monkeypatch):
+    from revolution_env.evaluation import runner
+
+    loads = []
+    monkeypatch.setattr(runner, "load_agent", lambda spec, **opts: loads.append(spec) or object())
+    monkeypatch.setattr(runner, "_AGENTS", {})
+    path = tmp_path / "bot.pt"
+    path.write_bytes(b"first")
+    first = runner._agent("bot", str(path), {"players": 3})
+    assert runner._agent("bot", str(path), {"players": 3}) is first  # cached while unchanged
+    path.write_bytes(b"second, longer")
+    assert runner._agent("bot", str(path), {"players": 3}) is not first
+    assert len(loads) == 2

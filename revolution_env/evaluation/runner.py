@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,14 +106,27 @@ def lineup_tasks(names: Sequence[str], specs: Sequence[str], games: int, seed: i
 
 # --- playing -----------------------------------------------------------------------------------------------
 
-_AGENTS: dict[tuple, Agent] = {}  # per process: (name, spec, options) -> agent, loaded once
+_AGENTS: dict[tuple, Agent] = {}  # per process: (name, spec, file version, options) -> agent, loaded once
+_MAX_AGENTS = 32
 
 
 def _agent(name: str, spec: str, env_options: Mapping[str, Any]) -> Agent:
-    key = (name, spec, tuple(sorted(env_options.items())))
+    try:  # a checkpoint rewritten at the same path is a new agent
+        st = os.stat(spec)
+        version: tuple = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        version = ()
+    key = (name, spec, version, tuple(sorted(env_options.items())))
     if key not in _AGENTS:
+        if len(_AGENTS) >= _MAX_AGENTS:
+            _AGENTS.clear()
         _AGENTS[key] = load_agent(spec, **env_options)
     return _AGENTS[key]
+
+
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the parent, which stops the pool (a worker killed by it can hang imap)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def play_task(task: GameTask, env_options: Mapping[str, Any]) -> GameResult:
@@ -153,7 +167,8 @@ def play_tasks(
                 bar.update()
         else:
             chunk = max(1, min(16, len(tasks) // (workers * 8)))
-            with multiprocessing.get_context("spawn").Pool(min(workers, len(tasks))) as pool:
+            context = multiprocessing.get_context("spawn")
+            with context.Pool(min(workers, len(tasks)), initializer=_ignore_sigint) as pool:
                 for result in pool.imap(_play_packed, ((t, options) for t in tasks), chunksize=chunk):
                     results.append(result)
                     bar.update()
