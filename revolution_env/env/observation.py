@@ -54,7 +54,7 @@ class ObservationLayout:
         )
         spec: list[tuple[str, tuple[int, ...], float, str]] = [
             ("round", (1,), 20.0, "the round being played (1, 2, ...)"),
-            ("rounds_left", (1,), 20.0, "max_rounds minus round"),
+            ("rounds_left", (1,), float(L.rules.max_rounds), "max_rounds minus round"),
             ("phase", (4,), 1.0, "one-hot: bidding, scheming, resolution, over"),
             ("decision", (len(KINDS),), 1.0, "one-hot of what the observer is asked: " + ", ".join(KINDS)),
             ("for_puppet", (1,), 1.0, "1 when the observer decides for the puppet (Guy's Spy or Apothecary)"),
