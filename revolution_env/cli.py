@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from pathlib import Path
 
 import numpy as np
 
@@ -73,10 +75,33 @@ def cmd_random(args: argparse.Namespace) -> int:
     return 0
 
 
+REPO = Path(__file__).resolve().parent.parent
+SHIPPED_3P = REPO / "checkpoints" / "three_players.pt"
+
+
 def cmd_main(args: argparse.Namespace) -> int:
-    """The README's main job."""
-    print("A seeded random game of Revolution! (3 players):\n")
-    return cmd_random(argparse.Namespace(**{**vars(args), "quiet": True, "export": None}))
+    """The README's main job: a short self-play training run, then an evaluation of its bot and of the shipped
+    3-player bot against the heuristics (a round robin), with the table printed."""
+    config = REPO / "configs" / "default.yaml"
+    if not config.exists():
+        print(f"error: {config} not found: run the main job from a clone of the repository", file=sys.stderr)
+        return 2
+    out = Path(args.out) / time.strftime("%Y%m%d-%H%M%S")
+    print(f"== 1/2 self-play training ({config.relative_to(REPO)}) into {out}")
+    code = main(
+        ["train", "--config", str(config), "--out", str(out)]
+        + (["--total-steps", str(args.steps)] if args.steps else [])
+    )
+    if code != 0:
+        return code
+    pool = [str(out / "latest.pt"), "value", "area", "bargain", "random"]
+    if SHIPPED_3P.exists():
+        pool.insert(1, str(SHIPPED_3P))
+    else:
+        print(f"(no shipped bot at {SHIPPED_3P}: evaluating the new bot only)")
+    print(f"\n== 2/2 evaluation: a 3-player round robin of {', '.join(Path(p).name for p in pool)}")
+    return main(["eval", "--players", "3", "--pool", *pool, "--games", str(args.games), "--seed", str(args.seed),
+                 "--out", str(out / "eval")])  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,9 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_train_parser(sub)
 
-    p = sub.add_parser("main", help="the README's main job")
-    add_rule_options(p)
-    p.add_argument("--seed", type=int, default=0)
+    p = sub.add_parser("main", help="the README's main job: a short self-play training run, then an evaluation")
+    p.add_argument("--out", default="runs/main", help="runs go to OUT/<date-time> (default runs/main)")
+    p.add_argument("--steps", type=int, help="training steps (default: configs/default.yaml's)")
+    p.add_argument("--games", type=int, default=12, help="evaluation games per lineup (default 12)")
+    p.add_argument("--seed", type=int, default=0, help="the evaluation's seed")
     p.set_defaults(func=cmd_main)
     return parser
 

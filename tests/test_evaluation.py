@@ -360,3 +360,16 @@ def test_a_checkpoint_rewritten_at_the_same_path_is_loaded_again(tmp_path, monke
     path.write_bytes(b"second, longer")
     assert runner._agent("bot", str(path), {"players": 3}) is not first
     assert len(loads) == 2
+
+
+def test_checkpoint_paths_are_named_by_folder_and_stem():
+    from revolution_env.evaluation.runner import name_agents
+
+    names = name_agents(["runs/a/latest.pt", "value", "checkpoints/three_players.pt", "runs/b/latest.pt", "value"])
+    assert names == {
+        "a/latest": "runs/a/latest.pt",
+        "value": "value",
+        "checkpoints/three_players": "checkpoints/three_players.pt",
+        "b/latest": "runs/b/latest.pt",
+        "value#2": "value",
+    }

@@ -70,13 +70,26 @@ class Evaluation:
 # --- names and seeds ---------------------------------------------------------------------------------------
 
 
+def display_name(spec: str) -> str:
+    """A checkpoint path is named by its folder and file stem (``checkpoints/three_players``), other specs as
+    they are written."""
+    if "/" not in spec and os.sep not in spec and not spec.endswith((".pt", ".zip")):
+        return spec
+    path = os.path.normpath(spec)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    parent = os.path.basename(os.path.dirname(path))
+    return f"{parent}/{stem}" if parent else stem
+
+
 def name_agents(specs: Sequence[str]) -> dict[str, str]:
-    """Agents are named by their spec; a spec given again gets a suffix (``random``, ``random#2``, ...)."""
+    """Agents are named by their spec (a path by its last folder and stem); a name given again gets a suffix
+    (``random``, ``random#2``, ...)."""
     names: dict[str, str] = {}
     counts: dict[str, int] = {}
     for spec in specs:
-        counts[spec] = counts.get(spec, 0) + 1
-        names[spec if counts[spec] == 1 else f"{spec}#{counts[spec]}"] = spec
+        base = display_name(spec)
+        counts[base] = counts.get(base, 0) + 1
+        names[base if counts[base] == 1 else f"{base}#{counts[base]}"] = spec
     return names
 
 
