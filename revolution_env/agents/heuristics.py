@@ -1,0 +1,549 @@
+"""Heuristic bots: ``value``, ``bargain`` and ``area``, three styles of play read off the observation alone.
+
+Each bot answers every decision of every variant (``bid``, ``guy``, ``spy``, ``apothecary_first``,
+``apothecary_second``, ``remove``, ``none``) from ``self.view(observation)`` and the action mask; none touches the
+environment or the engine's game. They share one judgement (:mod:`.appraisal`: projected points and margins) and
+one way of placing cubes and Guy's bids; they differ in how they bid, which is where the game is won.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..env.observation import ObservationView
+from .appraisal import BLACKMAIL, FORCE, GOLD, Judgement, Position, Tables
+from .base import Agent
+
+EPS = 1e-6
+SPAN = 1 << 20  # larger than any bid's key (RULES.md §3 order as one integer)
+MAX_GUY_BIDS = 6  # D12
+VEHICLE = 0.8  # the chance that we get to make Guy beat one of our own bids (two players)
+
+
+class HeuristicBot(Agent):
+    """What the three bots share: decoding, the cube decisions (Spy, Apothecary, Remove), Guy's bids, and a
+    check that every action fits the mask (a bot that would break it counts a ``fallback`` and plays a legal
+    default instead; the tests require none)."""
+
+    name = "heuristic"
+    judgement = Judgement()
+    # how the opponents' bids are sampled (BidModel)
+    samples, habit, sharpness, spread, clumping, persistence = 48, 0.5, 1.5, 0.3, 2.0, 2.0
+    mirror, inner_samples = 0.0, 16  # the share of samples in which a rival plans its bid as we plan ours
+    spend = 1.0  # under Bid Refunds, what winning costs: the tokens spent, as a share of their worth
+    mixing = 0.0  # Gumbel noise (in margin points) on every choice of where tokens go: a mixed strategy
+
+    def __init__(self, **env_options: Any) -> None:
+        super().__init__(**env_options)
+        self.t = Tables(self)
+        self.fallbacks = 0
+
+    def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
+        mask = observation["action_mask"]
+        view = self.view(observation)
+        kind = view.decision
+        if kind == "none":
+            return self.choice_action(0)
+        pos = Position(self.t, view, self.judgement)
+        if kind == "bid":
+            action = self.bid_action(self.bid(view, mask, pos))
+        elif kind == "guy":
+            action = self.choice_action(self.guy(view, mask, pos))
+        else:
+            action = self.choice_action(self.cube(kind, view, mask, pos))
+        if not mask[self.codec.offsets + action].all():  # never expected: a safe legal default
+            self.fallbacks += 1
+            action = self._legal_default(mask)
+        return action
+
+    def _legal_default(self, mask: np.ndarray) -> np.ndarray:
+        a = np.zeros(len(self.codec.nvec), dtype=np.int64)
+        for d in range(len(a)):
+            row = mask[self.codec.offsets[d] : self.codec.offsets[d] + self.codec.nvec[d]]
+            a[d] = int(np.argmax(row))
+        return a
+
+    # --- to be written by each style -------------------------------------------------------------------------
+
+    def bid(self, view: ObservationView, mask: np.ndarray, pos: Position) -> np.ndarray:
+        """(T, 3) counts of every held token per bid target."""
+        raise NotImplementedError
+
+    # --- cube decisions: the change in projected margin, best first ------------------------------------------
+
+    def cube(self, kind: str, view: ObservationView, mask: np.ndarray, pos: Position) -> int:
+        """Spy, Apothecary (both picks) and Remove: the legal choice that raises our margin most; decline where
+        allowed when nothing helps."""
+        S, A = self.t.seats, self.t.areas
+        legal = mask[1 : 1 + A * S].reshape(A, S).astype(bool)
+        can_decline = bool(mask[0])
+        if kind == "spy":
+            owner = self.t.puppet if view.for_puppet else 0
+            gain = pos.gain(pos.move[:, :, owner])  # (A, S) over the replaced cube
+        elif kind == "remove":
+            gain = np.full((A, S), -np.inf)
+            for a, v in zip(*np.nonzero(legal)):
+                gain[a, v] = pos.gain(pos.removal(a, v))
+        elif kind == "apothecary_first":
+            ok, delta = pos.swap_options()
+            g = np.where(ok & legal[:, :, None, None], pos.gain(delta), -np.inf)
+            gain = g.max((2, 3))
+        else:  # apothecary_second
+            a1, s1 = view.apothecary_first
+            m = pos.move
+            gain = pos.gain(m[a1, s1][None, :, :] + m[:, :, s1])  # (A, S) over the second cube
+        gain = np.where(legal, gain, -np.inf)
+        gain = gain + self.rng.random(gain.shape) * 1e-9
+        a, v = np.unravel_index(int(np.argmax(gain)), gain.shape)
+        if can_decline and gain[a, v] <= self.decline_below(kind, view):
+            return 0
+        return self.cube_choice(int(a), int(v))
+
+    def decline_below(self, kind: str, view: ObservationView) -> float:
+        return 0.05
+
+    # --- the puppet's bids (two players) ---------------------------------------------------------------------
+
+    def guy(self, view: ObservationView, mask: np.ndarray, pos: Position) -> int:
+        """Place one bid for Guy: the option with the best change in our margin once the opponent has answered
+        with its own best placement (two plies); pass where allowed if nothing beats passing."""
+        t = self.t
+        C = t.n_characters
+        G = pos.gains(pos.character_deltas())[:C]  # (C, winner, judge)
+        tokens, value = self._guy_options(view.bids[:, :C], G)  # (C, 2, 2, 3), (C, 2, 2, S)
+        legal = mask[1 : 1 + 4 * C].reshape(C, 2, 2).astype(bool)  # ours, as the mask offers them
+        # The opponent's answers: its options are ours seen from its seat (answered 0 = its own bid).
+        theirs = legal.copy()
+        theirs[:] = self._guy_open(view.bids[:, :C])[:, ::-1, None]
+        tok_o = tokens.reshape(-1, 3)
+        mine = value[..., 0].reshape(-1)
+        tok_r = tokens[:, ::-1].reshape(-1, 3)  # their (character, answered, mode) in our (character, seat) terms
+        val_r = value[:, ::-1].reshape(-1, value.shape[-1])
+        char = np.repeat(np.arange(C), 4)
+        left = view.tokens[t.puppet][None, :] - tok_o  # Guy's tokens after each of our options
+        fits = (tok_r[None, :, :] <= left[:, None, :]).all(-1) & theirs.reshape(-1)[None, :]
+        fits &= char[None, :] != char[:, None]
+        reply = np.where(fits, val_r[None, :, 1], -np.inf)
+        best = reply.argmax(1)
+        can_pass = view.guy_bids + 1 >= 2  # D12: from the third Guy bid on, the opponent may pass
+        answered = fits.any(1) & ~(can_pass & (reply.max(1, initial=-np.inf) <= 0))
+        answered &= view.guy_bids + 1 < MAX_GUY_BIDS
+        score = mine + np.where(answered, val_r[best, 0], 0.0)
+        score = np.where(legal.reshape(-1), score, -np.inf) + self.rng.random(score.shape) * 1e-9
+        i = int(np.argmax(score))
+        if mask[0] and score[i] <= 0.0:
+            return 0
+        character, rest = divmod(i, 4)
+        return self.guy_choice(character, *divmod(rest, 2))
+
+    def _guy_open(self, bids: np.ndarray) -> np.ndarray:
+        """(C, 2) bool: D10, a player's bid that Guy may answer (Guy has not bid there; not the Card space)."""
+        t = self.t
+        open_ = ~bids[t.puppet].any(1)
+        if t.card >= 0:
+            open_[t.card] = False
+        return bids[:2].any(2).T & open_[:, None]
+
+    def _guy_options(self, bids: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every Guy placement (character, answered player seat, tie/beat): its tokens (D11) and every seat's
+        change in margin once that character is resolved with it (against the outcome without it)."""
+        t = self.t
+        C = t.n_characters
+        answered = bids[:2].transpose(1, 0, 2)  # (C, 2, 3)
+        beat = answered * t.beat_keep[:C, None] + t.beat_step[:C, None]
+        tokens = np.stack([answered, beat], axis=2)  # (C, 2, 2, 3)
+        keys = bids @ t.strength  # (S, C)
+        guy_key = tokens @ t.strength  # (C, 2, 2)
+        k0, k1 = keys[0][:, None, None], keys[1][:, None, None]
+        top = np.maximum(np.maximum(k0, k1), guy_key)
+        count = (k0 == top).astype(int) + (k1 == top) + (guy_key == top)
+        winner = np.where(guy_key == top, t.puppet, np.where(k1 == top, 1, 0))
+        winner = np.where((count == 1) & (top > 0), winner, -1)  # (C, 2, 2)
+        outcome = np.where((winner >= 0)[..., None], G[np.arange(C)[:, None, None], np.maximum(winner, 0)], 0.0)
+        before = self._outcome(G, self._winners(bids))  # (C, S)
+        return tokens, outcome - before[:, None, None, :]
+
+    def _winners(self, bids: np.ndarray) -> np.ndarray:
+        keys = bids @ self.t.strength  # (S, T)
+        top = keys.max(0)
+        sole = ((keys == top).sum(0) == 1) & (top > 0)
+        return np.where(sole, keys.argmax(0), -1)
+
+    def _outcome(self, G: np.ndarray, winners: np.ndarray) -> np.ndarray:
+        """(T, judge): every seat's change in margin from each target's winner (0 where nobody wins)."""
+        out = G[np.arange(len(winners)), np.maximum(winners, 0)]
+        return np.where((winners >= 0)[:, None], out, 0.0)
+
+
+class BidModel:
+    """The opponents' bids as samples, and what a bid of ours on each target is worth against them.
+
+    Half the samples repeat each opponent's habits: its tokens of each type spread over the targets in the
+    proportions of its bid of last round (public once revealed). The rest come from its interests: each token
+    goes at random to a target it may take, more likely where that opponent's own margin gains most
+    (``sharpness``), and more where it bid last round (``persistence``), partly at random (``spread``); tokens
+    of one type stack as much as they did last round (a Dirichlet-multinomial). A bid of ours on a target is worth
+    its value times the chance it is strictly highest, plus the (negative) value of the opponent who would
+    otherwise win, minus the tokens it spends under Bid Refunds."""
+
+    def __init__(self, bot: HeuristicBot, view: ObservationView, pos: Position, G: np.ndarray, seat: int = 0,
+                 samples: int | None = None, mirror: float | None = None) -> None:  # fmt: skip
+        t = bot.t
+        self.t, self.view, self.pos, self.seat = t, view, pos, seat
+        K = samples or bot.samples
+        T = t.targets
+        self.value = G[:, seat, seat].copy()
+        self.card_value = pos.card_value(seat) if t.card >= 0 else 0.0
+        rivals = [j for j in range(t.players) if j != seat]
+        keys = np.zeros((len(rivals), K, T), dtype=np.int64)
+        mirror = bot.mirror if mirror is None else mirror
+        mirrored = int(round(K * mirror))
+        habit = int(round((K - mirrored) * bot.habit)) if view.round > 1 else 0
+        for i, j in enumerate(rivals):
+            want = np.maximum(G[:, j, j], 0.0)
+            if t.card >= 0:
+                want[t.card] = self.card_value
+            last = view.bids[j] if view.round > 1 else np.zeros((T, 3), dtype=np.int64)
+            for k in range(3):
+                n = int(view.tokens[j, k])
+                if n:
+                    keys[i, mirrored:] += self._sample(bot, n, k, want, last, habit, K - mirrored) * t.strength[k]
+            if mirrored:  # level one: the rival plays as we would, against rivals that play by their interests
+                inner = BidModel(bot, view, pos, G, seat=j, samples=bot.inner_samples, mirror=0.0)
+                keys[i, :mirrored] = plan_bid(bot, inner, view.tokens[j], improve=0) @ t.strength
+        top = keys.max(0)  # (K, T)
+        who = np.asarray(rivals)[keys.argmax(0)]
+        sole = ((keys == top[None]).sum(0) == 1) & (top > 0)
+        loss = G[:, :, seat]  # (T, winner): our change in margin if that seat wins
+        lost = np.where(sole, loss[np.arange(T)[None, :], who], 0.0)  # (K, T)
+        self.top, self.lost = top, lost
+        # Each target's strongest opposing bids, sorted, as one array (target c's block offset by c * SPAN) so
+        # that one searchsorted answers every target at once; and the losses above each rank, summed.
+        order = np.argsort(top, axis=0, kind="stable")
+        self._offset = np.arange(T) * SPAN
+        self._sorted = (np.take_along_axis(top, order, 0) + self._offset).T.ravel()
+        above = np.take_along_axis(lost, order, 0)[::-1].cumsum(0)[::-1]  # (K, T): losses of ranks >= i
+        self._above = np.vstack([above, np.zeros((1, T))]).T.ravel()  # (T * (K + 1),)
+        self._base = np.arange(T) * K
+        self._K = K
+        self.guy_risk = 0.0
+        self.guy_tokens = view.tokens[t.puppet] if t.puppet >= 0 else None
+        # Two players: a bid of ours that Guy can beat lets us hand him a character we would rather he won
+        self.vehicle = np.maximum(G[:, t.puppet, seat], 0.0) * VEHICLE if t.puppet >= 0 else None
+        self.cost = pos.worth[seat] * bot.spend if t.refunds else np.zeros(3)
+        self.scheming_worth = 0.0
+        self.rival_scheming = 0
+
+    def _sample(self, bot: HeuristicBot, n: int, k: int, want: np.ndarray, last: np.ndarray, habit: int,
+                K: int) -> np.ndarray:  # fmt: skip
+        """(K, T) counts of one opponent's ``n`` tokens of type ``k`` per sample."""
+        t, rng = self.t, bot.rng
+        T = t.targets
+        legal = t.legal[:, k].astype(float)
+        if t.scheming >= 0:
+            legal[t.scheming] = 0.0
+        counts = np.zeros((K, T), dtype=np.int64)
+        used = last[:, k] * legal
+        if not used.any():
+            habit = 0
+        if habit:
+            counts[:habit] = rng.multinomial(n, used / used.sum(), size=habit)
+        rest = K - habit
+        w = legal * (want + 1.0) ** bot.sharpness
+        if last.any():  # opponents tend to bid again where they bid last round
+            w = w * (1.0 + bot.persistence * (last.sum(1) > 0))
+        p = (1 - bot.spread) * w / w.sum() + bot.spread * legal / legal.sum()
+        on = np.flatnonzero(legal)
+        if n > 1 and len(on) > 1:  # Dirichlet-multinomial: opponents stack their tokens
+            kappa = self._clumping(last[:, k]) if last[:, k].sum() > 1 else bot.clumping
+            p_k = rng.dirichlet(kappa * p[on] / p[on].sum(), size=rest)
+            p_k = np.maximum(p_k, 0.0)
+            p_k /= p_k.sum(1, keepdims=True)
+            counts[habit:, on] = rng.multinomial(n, p_k)
+        else:
+            counts[habit:] = rng.multinomial(n, p / p.sum(), size=rest)
+        return counts
+
+    @staticmethod
+    def _clumping(last: np.ndarray) -> float:
+        """Dirichlet concentration that matches how an opponent spread one token type last round: small when it
+        stacked, large when it spread one token per target."""
+        n = last.sum()
+        if n <= 1:
+            return 2.0
+        h = float(((last / n) ** 2).sum())
+        return float(np.clip(1.5 * (1 - h) / max(h, 1e-3), 0.3, 8.0))
+
+    def values(self, bid: np.ndarray) -> np.ndarray:
+        """(..., T, 3) bids -> (..., T) what each target's bid is worth (targets are independent)."""
+        t = self.t
+        K = self._K
+        query = bid @ t.strength + self._offset  # (..., T)
+        below = np.searchsorted(self._sorted, query, "left") - self._base  # opposing bids strictly weaker
+        upto = np.searchsorted(self._sorted, query, "right") - self._base  # ... weaker or equal
+        win = below / K
+        lost = self._above[upto + self._base + np.arange(len(self._base))] / K
+        worth = self.value
+        if self.guy_tokens is not None and self.guy_risk:
+            exposed = (bid <= self.guy_tokens).all(-1) & bid.any(-1)
+            worth = worth * (1 - self.guy_risk * exposed)
+        out = worth * win + lost - win * (bid @ self.cost)
+        if self.vehicle is not None:
+            beatable = (bid + t.beat_step <= self.guy_tokens).all(-1) & bid.any(-1)
+            out = out + self.vehicle * beatable
+        if t.card >= 0:
+            gold = bid[..., t.card, GOLD]
+            out[..., t.card] = self.card_value * np.minimum(gold, t.card_max_gold) - gold * self.cost[GOLD]
+        if t.scheming >= 0:
+            gold = bid[..., t.scheming, GOLD]
+            first = np.where(gold > self.rival_scheming, 1.0, np.where(gold == self.rival_scheming, 0.5, 0.0))
+            out[..., t.scheming] = self.scheming_worth * first - gold * self.pos.worth[self.seat, GOLD]
+        return out
+
+
+def plan_bid(bot: HeuristicBot, model: BidModel, tokens: np.ndarray, max_group: int = 5,
+             improve: int = 6) -> np.ndarray:  # fmt: skip
+    """Place every token, strongest first, each time on the target (and in the number) that adds most value per
+    token; then move single tokens while that helps. At most six characters carry tokens (RULES.md §3)."""
+    t = bot.t
+    T = t.targets
+    bid = np.zeros((T, 3), dtype=np.int64)
+    current = model.values(bid)
+    counted = np.ones(T, dtype=bool)
+    if t.scheming >= 0:
+        counted[t.scheming] = False  # the Scheming space is not one of the six
+    for k in (FORCE, BLACKMAIL, GOLD):
+        left = int(tokens[k])
+        while left > 0:
+            groups = np.arange(1, min(left, max_group) + 1)
+            trial = np.repeat(bid[None], len(groups), axis=0)
+            trial[:, :, k] += groups[:, None]
+            noise = bot.rng.gumbel(size=(len(groups), T)) * bot.mixing + bot.rng.random((len(groups), T)) * 1e-6
+            per_token = (model.values(trial) - current) / groups[:, None] + noise
+            open_ = t.legal[:, k] & _room(t, bid, counted)
+            per_token[:, ~open_] = -np.inf
+            m, c = np.unravel_index(int(np.argmax(per_token)), per_token.shape)
+            bid[c, k] += groups[m]
+            left -= int(groups[m])
+            current = model.values(bid)
+    for _ in range(improve):
+        if not _improve_once(t, model, bid, counted):
+            break
+    return bid
+
+
+def _room(t: Tables, bid: np.ndarray, counted: np.ndarray) -> np.ndarray:
+    """Targets a token may still join: any while fewer than six characters carry tokens, else those that do."""
+    used = bid.any(1) & counted
+    if used.sum() < t.max_characters:
+        return np.ones(len(bid), dtype=bool)
+    return used | ~counted
+
+
+def _improve_once(t: Tables, model: BidModel, bid: np.ndarray, counted: np.ndarray) -> bool:
+    """Move the one token whose move adds most value, if any does."""
+    current = model.values(bid)
+    best, move = 1e-6, None
+    for k in (FORCE, BLACKMAIL, GOLD):
+        held = bid[:, k] > 0
+        if not held.any():
+            continue
+        plus, minus = bid.copy(), bid.copy()
+        plus[:, k] += 1
+        minus[held, k] -= 1
+        gain_add = model.values(plus) - current
+        gain_take = np.where(held, model.values(minus) - current, -np.inf)
+        for c1 in np.flatnonzero(held):
+            after = bid.copy()
+            after[c1, k] -= 1
+            open_ = t.legal[:, k] & _room(t, after, counted)
+            open_[c1] = False
+            if not open_.any():
+                continue
+            g = np.where(open_, gain_add, -np.inf) + gain_take[c1]
+            c2 = int(np.argmax(g))
+            if g[c2] > best:
+                best, move = g[c2], (c1, c2, k)
+    if move is None:
+        return False
+    c1, c2, k = move
+    bid[c1, k] -= 1
+    bid[c2, k] += 1
+    return True
+
+
+class ValueBot(HeuristicBot):
+    """``value``: bids where its margin gains most against what the opponents can bid.
+
+    Every character is worth the change in its projected margin if it wins it (support, tokens at their
+    end-game points or bidding power, the cube's effect on the area majorities, the best Spy move or Apothecary
+    swap on the board as it stands), and the opponents' characters are valued the same way from their seats.
+    Their public holdings are sampled into likely bids; every token then goes, strongest first, where it adds the
+    most expected value, and single tokens are moved while that helps. Two players: bids Guy could tie or beat
+    are discounted, and Gold goes on Scheming when priority over Guy's tokens is worth it."""
+
+    name = "value"
+    judgement = Judgement(special_scale=0.3, power=(20.0, 12.0, 4.0))
+    habit = 0.0
+    spend = 0.5
+    guy_risk = 0.4
+
+    def __init__(self, **env_options: Any) -> None:
+        super().__init__(**env_options)
+        if self.t.puppet >= 0:  # two players: a lighter time term, for the leader only (measured in self-play)
+            self.judgement = dataclasses.replace(self.judgement, lock=0.3, trailing=0.0)
+
+    def bid(self, view: ObservationView, mask: np.ndarray, pos: Position) -> np.ndarray:
+        G = pos.gains(pos.character_deltas())
+        model = BidModel(self, view, pos, G)
+        if self.t.puppet >= 0:
+            self._two_player(model, view)
+        return plan_bid(self, model, view.tokens[0])
+
+    def _two_player(self, model: BidModel, view: ObservationView) -> None:
+        guy = view.tokens[self.t.puppet]
+        model.guy_risk = self.guy_risk
+        model.scheming_worth = 4.0 * guy[FORCE] + 2.0 * guy[BLACKMAIL] + 1.0
+        model.rival_scheming = int(view.scheming_gold[1]) if view.round > 1 else 0
+
+
+class BargainBot(HeuristicBot):
+    """``bargain``: buys what it can be fairly sure of, cheapest first, and what nobody else wants.
+
+    Reads the opponents' public holdings (sampled into likely bids, as ``value`` does) to price every character:
+    the cheapest bid of its own (in token points) that wins it at least ``sure`` of the time. It buys characters
+    by value per point spent, the Printer valued half again (popular support is the key to victory), and avoids
+    the contests it cannot win at any price it can pay; then it puts one Gold on each neglected character it
+    can still afford, up to six, and piles any Gold left on the Printer or its best bid."""
+
+    name = "bargain"
+    judgement = Judgement(power=(12.0, 7.0, 2.0), special_scale=0.5)
+    printer_bonus = 1.5
+    sure = 0.7
+
+    def bid(self, view: ObservationView, mask: np.ndarray, pos: Position) -> np.ndarray:
+        t = self.t
+        T, C = t.targets, t.n_characters
+        G = pos.gains(pos.character_deltas())
+        model = BidModel(self, view, pos, G)
+        value = np.maximum(model.value, 0.0)
+        printer = _printer(t)
+        if printer >= 0:
+            value[printer] = value[printer] * self.printer_bonus + 2.0
+        if t.card >= 0:
+            value[t.card] = model.card_value
+        left = view.tokens[0].copy()
+        bid = np.zeros((T, 3), dtype=np.int64)
+        noise = self.rng.random(T) * 1e-6
+        bids, win = self._prices(model, left)  # (N, 3) bids we could make, (C, N) how often each wins
+        cost = bids @ t.token_points
+        sure = (win >= self.sure) & (value[:C, None] > 0)
+        sure[:, ~bids.any(1)] = False
+        if t.card >= 0:
+            sure[t.card] = False
+        while True:  # buy the best bargain that is still affordable
+            open_ = ~bid[:C].any(1) & np.array([self._room(bid, c) for c in range(C)])
+            ok = sure & (bids <= left).all(1)[None, :] & open_[:, None]
+            if not ok.any():
+                break
+            cheapest = np.where(ok, cost[None, :], np.inf).argmin(1)  # (C,)
+            rows = np.arange(C)
+            ratio = np.where(ok.any(1), value[:C] * win[rows, cheapest] / np.maximum(cost[cheapest], 1.0), -np.inf) + noise[:C]
+            c = int(np.argmax(ratio))
+            bid[c] += bids[cheapest[c]]
+            left -= bids[cheapest[c]]
+        for c in np.argsort(-(value * (model.top == 0).mean(0)) - noise):  # one Gold on each neglected character
+            if left[GOLD] == 0 or value[c] <= 0 or c >= C:
+                break
+            if t.legal[c, GOLD] and not bid[c].any() and self._room(bid, c):
+                bid[c, GOLD] += 1
+                left[GOLD] -= 1
+        for k in (FORCE, BLACKMAIL, GOLD):  # what is left strengthens the bids already made, the Printer first
+            if left[k] == 0:
+                continue
+            score = value * (1 + bid.any(1)) + noise
+            if printer >= 0:
+                score[printer] += 100.0
+            open_ = t.legal[:, k] & np.array([self._room(bid, c) for c in range(T)])
+            if t.scheming >= 0:
+                open_[t.scheming] = False
+            c = int(np.argmax(np.where(open_, score, -np.inf)))
+            bid[c, k] += left[k]
+            left[k] = 0
+        return bid
+
+    def _prices(self, model: BidModel, held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every bid we could place on one character (up to six Gold), and per character how often it would be
+        strictly highest against the sampled opposing bids (0 where a token type is not allowed)."""
+        t = self.t
+        C = t.n_characters
+        f, b, g = (np.arange(n + 1) for n in (int(held[FORCE]), int(held[BLACKMAIL]), min(int(held[GOLD]), 6)))
+        bids = np.stack(np.meshgrid(f, b, g, indexing="ij"), -1).reshape(-1, 3)
+        query = (bids @ t.strength)[None, :] + model._offset[:C, None]  # (C, N)
+        win = (np.searchsorted(model._sorted, query, "left") - model._base[:C, None]) / model._K
+        allowed = ((bids[None, :, :] == 0) | t.legal[:C, None, :]).all(-1)
+        return bids, np.where(allowed, win, 0.0)
+
+    def _room(self, bid: np.ndarray, c: int) -> bool:
+        t = self.t
+        if c == t.scheming or bid[c].any():
+            return True
+        return bid[: t.n_characters].any(1).sum() < t.max_characters
+
+
+def _printer(t: Tables) -> int:
+    """The character that gives the most support and nothing else (the Printer on the standard card)."""
+    plain = [c for c in range(t.n_characters) if t.char_area[c] < 0 and not t.char_tokens[c].any()
+             and c not in (t.spy, t.apothecary, t.card)]  # fmt: skip
+    return max(plain, key=lambda c: t.support[c]) if plain else -1
+
+
+class AreaBot(HeuristicBot):
+    """``area``: plays for the majorities.
+
+    Values a character mostly by its cube: the change in its expected area points plus the area it keeps a rival
+    from taking, more the fuller the area is (big areas near the end count most); support and tokens count for
+    little. The Spy and the Apothecary are worth their best move on the board, weighted up as the board fills.
+    It concentrates its bid on its few most valuable targets (against the same sampled opponent bids as
+    ``value``) and judges Spy and Apothecary moves against the leader alone, to swing areas and force ties
+    against the leader."""
+
+    name = "area"
+    judgement = Judgement(rival_weight=1.0, power=(12.0, 7.0, 2.0))
+    focus = 4  # characters it bids on, at most (Gold-only spaces take what is left)
+
+    def bid(self, view: ObservationView, mask: np.ndarray, pos: Position) -> np.ndarray:
+        t = self.t
+        D = pos.character_deltas()
+        G = pos.gains(D)
+        own = G[:, 0, 0]
+        area_part = np.zeros(t.targets)
+        fill = 1.0 - view.free / t.spaces  # (A,)
+        for c in range(t.n_characters):
+            a = t.char_area[c]
+            if a >= 0 and view.free[a] > 0:
+                mine = pos.gain(pos.add[a, 0])
+                rivals = [pos.gain(pos.add[a, j]) for j in range(1, t.seats) if j != t.puppet or True]
+                area_part[c] = (mine - min(rivals)) * (1.0 + fill[a])
+        late = 0.5 + float(fill.mean())
+        for c in (t.spy, t.apothecary):
+            if c >= 0:
+                area_part[c] = max(own[c], 0.0) * late
+        value = 0.5 * np.maximum(own, 0.0) + area_part
+        G = G.copy()
+        G[:, 0, 0] = value
+        model = BidModel(self, view, pos, G)
+        keep = np.argsort(-value)[: self.focus]
+        blocked = np.ones(t.targets, dtype=bool)
+        blocked[keep] = False
+        blocked[~t.legal[:, FORCE] & ~t.legal[:, BLACKMAIL]] = False  # Gold-only spaces stay open
+        model.value = np.where(blocked, 0.0, model.value)
+        if t.puppet >= 0:
+            model.guy_risk = 0.4
+        return plan_bid(self, model, view.tokens[0], max_group=8, improve=3)
+
+
+HEURISTICS: dict[str, type[HeuristicBot]] = {"value": ValueBot, "bargain": BargainBot, "area": AreaBot}

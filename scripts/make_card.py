@@ -1,0 +1,84 @@
+"""Write the card of a shipped bot: its config, steps, wall time, and evaluation results.
+
+    python scripts/make_card.py checkpoints/three_players.pt results/three_players_vs_value results/... \
+        --command "revolution eval ..." --command "..."
+
+Each results folder is the ``--out`` of a ``revolution eval`` run (its ``results.json``). The card is written
+beside the checkpoint as ``<name>.md`` (for people) and ``<name>.json`` (for tools).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from training.checkpoint import read_checkpoint
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("checkpoint")
+    parser.add_argument("results", nargs="+", help="folders holding an evaluation's results.json")
+    parser.add_argument("--command", action="append", default=[], help="the command behind each results folder")
+    parser.add_argument("--config", required=True, help="the config file the bot was trained with")
+    parser.add_argument("--note", default="", help="a paragraph for the card (what was tried, what is missing)")
+    args = parser.parse_args()
+
+    path = Path(args.checkpoint)
+    ckpt = read_checkpoint(path)
+    evaluations = []
+    for i, folder in enumerate(args.results):
+        results = json.loads((Path(folder) / "results.json").read_text())
+        evaluations.append(
+            {
+                "command": args.command[i] if i < len(args.command) else "",
+                "config": results["config"],
+                "agents": results["agents"],
+            }  # fmt: skip
+        )
+    card = {
+        "checkpoint": path.name,
+        "env": ckpt["env"],
+        "env_options": ckpt["env_options"],
+        "layout_hash": ckpt["layout_hash"],
+        "steps": ckpt["step"],
+        "wall_time_s": round(float(ckpt.get("wall_time", 0.0))),
+        "saved_at": ckpt.get("saved_at"),
+        "config": ckpt.get("config"),
+        "evaluations": evaluations,
+        "note": args.note,
+    }
+    path.with_suffix(".json").write_text(json.dumps(card, indent=1) + "\n")
+
+    lines = [f"# {path.stem}", ""]
+    opts = ", ".join(f"{k}={v}" for k, v in ckpt["env_options"].items())
+    hours = card["wall_time_s"] / 3600
+    lines += [
+        f"- environment: `{ckpt['env']}` ({opts})",
+        f"- trained: {card['steps']:,} learner steps, {hours:.2f} h wall time on 2 CPU cores (saved {card['saved_at']})",
+        f"- config: `{args.config}` (in full in the JSON card)",
+        "",
+    ]
+    if args.note:
+        lines += [args.note, ""]
+    for ev in evaluations:
+        lines += [
+            f"## `{ev['command']}`",
+            "",
+            "| agent | games | win rate | 95% CI | mean support | rating |",
+            "|---|--:|--:|--:|--:|--:|",
+        ]
+        for name, a in ev["agents"].items():
+            lo, hi = a["win_rate_ci95"]
+            lines.append(
+                f"| {name} | {a['games']} | {a['win_rate']:.3f} | [{lo:.3f}, {hi:.3f}] | {a['mean_support']:.1f} |"
+                f" {a['rating']['mu']:.1f} ± {a['rating']['sigma']:.1f} |"
+            )
+        lines.append("")
+    path.with_suffix(".md").write_text("\n".join(lines))
+    print(f"written: {path.with_suffix('.md')}, {path.with_suffix('.json')}")
+
+
+if __name__ == "__main__":
+    main()
