@@ -24,7 +24,6 @@ import datetime
 import hashlib
 import json
 import os
-import tempfile
 import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import IO, Any
 
 import torch
 
-from revolution_env import observation_layout
+from revolution_env import files, observation_layout
 from revolution_env.engine.game import Rules
 from revolution_env.env.core import ENV_NAME, EnvConfig
 
@@ -45,21 +44,8 @@ REQUIRED = ("format", "format_version", "env", "env_options", "layout_hash", "po
 
 
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Write ``path`` through ``write(binary file)`` into a temporary file beside it, then rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a checkpoint is an ordinary file
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``path`` (binary) through ``write(file)``, all or nothing."""
+    files.atomic_write(path, write, binary=True)
 
 
 def atomic_write_json(path: str | Path, data: Any) -> None:

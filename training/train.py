@@ -169,7 +169,8 @@ def _win_rates(config: TrainConfig, path: Path, step: int, options: dict[str, An
     for baseline in config.baselines():
         lineup = [str(path), baseline] + [config.eval_fill or baseline] * (config.players - 2)
         ev = evaluate_lineup(lineup, config.eval_games, config.seed, options, config.eval_workers, progress=False)
-        rates[baseline] = ev.stats[str(path)].win_rate
+        learner = next(name for name, spec in ev.specs.items() if spec == str(path))
+        rates[baseline] = ev.stats[learner].win_rate
     return rates
 
 

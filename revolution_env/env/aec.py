@@ -11,12 +11,12 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
 
 from ..engine.game import OVER
-from .core import ENV_NAME, RENDER_MODES, Core, EnvConfig
+from .core import ENV_NAME, RENDER_MODES, Core, CoreAccess, EnvConfig
 from .encoding import IllegalActionError
 from .render import render_frame
 
 
-class raw_env(AECEnv):
+class raw_env(CoreAccess, AECEnv):
     """Revolution! as an AEC environment (see the package docstring of ``revolution_env.env``)."""
 
     metadata = {"name": ENV_NAME, "render_modes": list(RENDER_MODES), "is_parallelizable": False, "render_fps": 1}
@@ -31,23 +31,6 @@ class raw_env(AECEnv):
         self.observation_spaces = {a: self.core.observation_space() for a in self.possible_agents}
         self.action_spaces = {a: self.core.action_space() for a in self.possible_agents}
         self._seat = self.core.seat_of
-
-    def observation_space(self, agent: str):
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str):
-        return self.action_spaces[agent]
-
-    @property
-    def game(self):
-        """The engine's game (hidden information included)."""
-        return self.core.game
-
-    def state_dict(self) -> dict[str, Any]:
-        """The whole game state as canonical JSON (SCENARIOS.md); includes hidden information."""
-        from ..engine.scenario import state_dict
-
-        return state_dict(self.core.game)
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         if seed is not None:  # None: the game draws a fresh seed (and records it, so the game can be exported)

@@ -155,3 +155,28 @@ class Core:
             others = np.delete(support, s)
             out.append(float((support[s] - others.max()) / MARGIN_SCALE))
         return out
+
+
+class CoreAccess:
+    """What the AEC and the Parallel environment expose of their :class:`Core` in the same way."""
+
+    core: Core
+    observation_spaces: dict
+    action_spaces: dict
+
+    def observation_space(self, agent: str) -> spaces.Dict:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> MaskedMultiDiscrete:
+        return self.action_spaces[agent]
+
+    @property
+    def game(self) -> Game:
+        """The engine's game (hidden information included)."""
+        return self.core.game
+
+    def state_dict(self) -> dict[str, Any]:
+        """The whole game state as canonical JSON (SCENARIOS.md); includes hidden information."""
+        from ..engine.scenario import state_dict
+
+        return state_dict(self.core.game)

@@ -186,8 +186,7 @@ class ObservationLayout:
             raise ValueError(f"observation: expected a vector of length {self.size}, got shape {v.shape}")
 
         def get(name: str) -> np.ndarray:
-            f = self.features[name]
-            return np.rint(v[f.start : f.stop]).astype(np.int64).reshape(f.shape)
+            return np.rint(v[self._slices[name]]).astype(np.int64).reshape(self.features[name].shape)
 
         winners = get("winners").argmax(1) - 2  # -2 unresolved, -1 nobody, else relative seat
         first = get("apothecary_first")

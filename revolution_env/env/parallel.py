@@ -10,12 +10,12 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from ..engine.game import BID, OVER
-from .core import ENV_NAME, RENDER_MODES, Core, EnvConfig
+from .core import ENV_NAME, RENDER_MODES, Core, CoreAccess, EnvConfig
 from .encoding import NONE
 from .render import render_frame
 
 
-class parallel_env(ParallelEnv):
+class parallel_env(CoreAccess, ParallelEnv):
     metadata = {"name": ENV_NAME, "render_modes": list(RENDER_MODES), "is_parallelizable": True, "render_fps": 1}
 
     def __init__(self, **options: Any) -> None:
@@ -26,21 +26,6 @@ class parallel_env(ParallelEnv):
         self.agents: list[str] = []
         self.observation_spaces = {a: self.core.observation_space() for a in self.possible_agents}
         self.action_spaces = {a: self.core.action_space() for a in self.possible_agents}
-
-    def observation_space(self, agent: str):
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str):
-        return self.action_spaces[agent]
-
-    @property
-    def game(self):
-        return self.core.game
-
-    def state_dict(self) -> dict[str, Any]:
-        from ..engine.scenario import state_dict
-
-        return state_dict(self.core.game)
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         if seed is not None:

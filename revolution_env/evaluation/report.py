@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from ..files import atomic_write as write_atomic
 from .runner import Evaluation
 
 RESULTS = "results.json"
@@ -21,22 +19,6 @@ GAMES = "games.jsonl"
 REPORT = "report.md"
 WIN_RATES_PLOT = "win_rates.png"
 HEAD_TO_HEAD_PLOT = "head_to_head.png"
-
-
-def write_atomic(path: str | Path, write: Callable[[IO[Any]], None], binary: bool = False) -> None:
-    """Write ``path`` through ``write(file)`` into a temporary file, then rename it into place."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def ranked(evaluation: Evaluation) -> list[str]:
