@@ -364,7 +364,7 @@ def test_a_short_run_through_the_cli_writes_checkpoints(tmp_path):
     from revolution_env.evaluation import evaluate_lineup
 
     ev = evaluate_lineup([str(out / "latest.pt"), "random", "random"], games=3, seed=0, workers=1, progress=False)
-    assert ev.stats[str(out / "latest.pt")].games == 3
+    assert ev.stats["run/latest"].games == 3  # a checkpoint is named by its folder and stem
     with pytest.raises(ValueError, match="is a stable-baselines3 model"):
         load_agent(str(out / state["model"]), players=3)  # the resume file is not an agent
     again = train_cli("--config", str(write_config(tmp_path)), "--out", str(out))
