@@ -62,7 +62,7 @@ def test_every_decision_of_every_variant_is_legal(bot: str) -> None:
     seen: set[str] = set()
     for v, options in enumerate(VARIANTS):
         options = {**options, "max_rounds": 14}
-        for game in range(2):
+        for game in range(3):
             agents = lineup(bot, options, game)
             log: list = []
             play(options, agents, seed=100 * v + game, log=log)

@@ -1,11 +1,14 @@
 """What a position is worth to each seat, read from an observation only: the heuristic bots' shared judgement.
 
-Every seat's *projected points* are its support, its tokens at their end-game points where they survive
-(refunds), and its expected area points: each area's free spaces are filled at random, one cube to a uniformly
-chosen seat per space, and the seat with strictly the most cubes at the end scores the area (plus the Area Control
-Bonus where it is on). A seat's *margin* is its projected points minus those of its rivals (a blend of the best
-rival and their mean). Everything a character, a Spy move, an Apothecary swap or a Remove card does is judged by
-how it changes that margin. Seats are relative, as in the observation (0 = the observer, the puppet last).
+Every seat's *projected points* are its support; its expected area points (each area's free spaces are filled
+at random, one cube to a uniformly chosen seat per space, and the seat with strictly the most cubes at the end
+scores the area, plus the Area Control Bonus where it is on), counted less while many rounds remain (Spies and
+Apothecaries move cubes until the end); the support it will still earn (its income per round so far, over the
+rounds the free spaces need); and, under Bid Refunds, its tokens at their end-game points. A seat's *margin* is
+its projected points minus its rivals' (a blend of the best rival and their mean), plus what its lead gains from
+an earlier end. Every decision is judged by how it changes the margins: a character won (its support, its tokens
+at their bidding power or, in what may be the last round, their points, its cube), a Spy move, an Apothecary
+swap, a Remove card. Seats are relative, as in the observation (0 = the observer, the puppet last).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class Judgement:
     special_scale: float = 1.0  # the Spy's and the Apothecary's worth, as a share of their best move now
     lock: float = 1.0  # how much a lead gains from an earlier end (0: margins in points only) ...
     trailing: float = 1.0  # ... and, as a share of that, how much a seat behind gains from a later one
+
 
 _COMPOSITIONS: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 _AREA_POINTS: dict[tuple, np.ndarray] = {}
@@ -84,6 +88,11 @@ class Tables:
         self.n_characters = L.n_characters
         self.spy, self.apothecary, self.card, self.scheming = L.spy, L.apothecary, L.card_space, L.scheming
         self.legal = L.legal.copy()
+        self.bid_targets = L.legal.T.astype(float)  # (3, T): where each token type may go to contest a character
+        if L.scheming >= 0:
+            self.bid_targets[:, L.scheming] = 0.0
+        self.bid_count = self.bid_targets.sum(1)
+        self.bid_on = [np.flatnonzero(row) for row in self.bid_targets]
         self.support = np.array([ch.support for ch in L.card] + [0] * (L.n_targets - L.n_characters), float)
         self.char_tokens = np.zeros((L.n_targets, 3), dtype=np.int64)
         self.char_tokens[: L.n_characters] = [ch.tokens for ch in L.card]

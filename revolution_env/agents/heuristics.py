@@ -17,7 +17,6 @@ from ..env.observation import ObservationView
 from .appraisal import BLACKMAIL, FORCE, GOLD, Judgement, Position, Tables
 from .base import Agent
 
-EPS = 1e-6
 SPAN = 1 << 20  # larger than any bid's key (RULES.md §3 order as one integer)
 MAX_GUY_BIDS = 6  # D12
 VEHICLE = 0.8  # the chance that we get to make Guy beat one of our own bids (two players)
@@ -32,9 +31,10 @@ class HeuristicBot(Agent):
     judgement = Judgement()
     # how the opponents' bids are sampled (BidModel)
     samples, habit, sharpness, spread, clumping, persistence = 48, 0.5, 1.5, 0.3, 2.0, 2.0
-    mirror, inner_samples = 0.0, 16  # the share of samples in which a rival plans its bid as we plan ours
+    mirror, inner_samples = 0.0, 8  # the share of samples in which a rival plans its bid as we plan ours ...
+    mirror_rivals = 3  # ... for this many rivals at most (the best armed; fewer is faster, and weaker)
     spend = 1.0  # under Bid Refunds, what winning costs: the tokens spent, as a share of their worth
-    mixing = 0.0  # Gumbel noise (in margin points) on every choice of where tokens go: a mixed strategy
+    decline_below = 0.05  # a Spy or Apothecary move must gain at least this much margin, or it is declined
 
     def __init__(self, **env_options: Any) -> None:
         super().__init__(**env_options)
@@ -98,12 +98,9 @@ class HeuristicBot(Agent):
         gain = np.where(legal, gain, -np.inf)
         gain = gain + self.rng.random(gain.shape) * 1e-9
         a, v = np.unravel_index(int(np.argmax(gain)), gain.shape)
-        if can_decline and gain[a, v] <= self.decline_below(kind, view):
+        if can_decline and gain[a, v] <= self.decline_below:
             return 0
         return self.cube_choice(int(a), int(v))
-
-    def decline_below(self, kind: str, view: ObservationView) -> float:
-        return 0.05
 
     # --- the puppet's bids (two players) ---------------------------------------------------------------------
 
@@ -116,8 +113,7 @@ class HeuristicBot(Agent):
         tokens, value = self._guy_options(view.bids[:, :C], G)  # (C, 2, 2, 3), (C, 2, 2, S)
         legal = mask[1 : 1 + 4 * C].reshape(C, 2, 2).astype(bool)  # ours, as the mask offers them
         # The opponent's answers: its options are ours seen from its seat (answered 0 = its own bid).
-        theirs = legal.copy()
-        theirs[:] = self._guy_open(view.bids[:, :C])[:, ::-1, None]
+        theirs = np.broadcast_to(self._guy_open(view.bids[:, :C])[:, ::-1, None], legal.shape)
         tok_o = tokens.reshape(-1, 3)
         mine = value[..., 0].reshape(-1)
         tok_r = tokens[:, ::-1].reshape(-1, 3)  # their (character, answered, mode) in our (character, seat) terms
@@ -179,15 +175,21 @@ class HeuristicBot(Agent):
 
 
 class BidModel:
-    """The opponents' bids as samples, and what a bid of ours on each target is worth against them.
+    """The rivals' bids as samples, and what a bid of ours on each target is worth against them.
 
-    Half the samples repeat each opponent's habits: its tokens of each type spread over the targets in the
-    proportions of its bid of last round (public once revealed). The rest come from its interests: each token
-    goes at random to a target it may take, more likely where that opponent's own margin gains most
-    (``sharpness``), and more where it bid last round (``persistence``), partly at random (``spread``); tokens
-    of one type stack as much as they did last round (a Dirichlet-multinomial). A bid of ours on a target is worth
-    its value times the chance it is strictly highest, plus the (negative) value of the opponent who would
-    otherwise win, minus the tokens it spends under Bid Refunds."""
+    Seen from ``seat`` (0: us). A share ``mirror`` of the samples is level one: each rival plans its bid as we
+    plan ours (:func:`plan_bid`), against rivals that play by their interests; the rest come from its interests
+    and habits. Of those, a share ``habit`` repeats its bid of last round (public once revealed): its tokens of
+    each type spread over the targets in the same proportions. The others place each token at random on a
+    target it may take, more likely where that rival's own margin gains most (``sharpness``) and where it bid
+    last round (``persistence``), partly at random (``spread``); tokens of one type stack as much as they did
+    last round (a Dirichlet-multinomial).
+
+    A bid of ours on a target is worth its value times the chance it is strictly highest, plus the (negative)
+    value of the rival who would otherwise win, minus the tokens it spends under Bid Refunds (``spend``). Two
+    players: a bid Guy could tie or beat is discounted (``guy_risk``), one Guy could beat is a way to hand him a
+    character we would rather he won (the last space of an area we cannot fill ourselves, say); Scheming Gold
+    buys priority."""
 
     def __init__(self, bot: HeuristicBot, view: ObservationView, pos: Position, G: np.ndarray, seat: int = 0,
                  samples: int | None = None, mirror: float | None = None) -> None:  # fmt: skip
@@ -200,18 +202,22 @@ class BidModel:
         rivals = [j for j in range(t.players) if j != seat]
         keys = np.zeros((len(rivals), K, T), dtype=np.int64)
         mirror = bot.mirror if mirror is None else mirror
-        mirrored = int(round(K * mirror))
-        habit = int(round((K - mirrored) * bot.habit)) if view.round > 1 else 0
+        levelled = self._mirrored(bot, view, rivals) if mirror else []
         for i, j in enumerate(rivals):
+            mirrored = int(round(K * mirror)) if j in levelled else 0
+            habit = int(round((K - mirrored) * bot.habit)) if view.round > 1 else 0
             want = np.maximum(G[:, j, j], 0.0)
             if t.card >= 0:
                 want[t.card] = self.card_value
+            weight = (want + 1.0) ** bot.sharpness
             last = view.bids[j] if view.round > 1 else np.zeros((T, 3), dtype=np.int64)
+            if last.any():  # opponents tend to bid again where they bid last round
+                weight = weight * (1.0 + bot.persistence * (last.sum(1) > 0))
             for k in range(3):
                 n = int(view.tokens[j, k])
                 if n:
-                    keys[i, mirrored:] += self._sample(bot, n, k, want, last, habit, K - mirrored) * t.strength[k]
-            if mirrored:  # level one: the rival plays as we would, against rivals that play by their interests
+                    keys[i, mirrored:] += self._sample(bot, n, k, weight, last, habit, K - mirrored) * t.strength[k]
+            if mirrored:  # level one: the rival plans its bid as we do, against rivals that bid by interest
                 inner = BidModel(bot, view, pos, G, seat=j, samples=bot.inner_samples, mirror=0.0)
                 keys[i, :mirrored] = plan_bid(bot, inner, view.tokens[j], improve=0) @ t.strength
         top = keys.max(0)  # (K, T)
@@ -225,10 +231,13 @@ class BidModel:
         order = np.argsort(top, axis=0, kind="stable")
         self._offset = np.arange(T) * SPAN
         self._sorted = (np.take_along_axis(top, order, 0) + self._offset).T.ravel()
-        above = np.take_along_axis(lost, order, 0)[::-1].cumsum(0)[::-1]  # (K, T): losses of ranks >= i
-        self._above = np.vstack([above, np.zeros((1, T))]).T.ravel()  # (T * (K + 1),)
+        above = np.take_along_axis(lost, order, 0)[::-1].cumsum(0)[::-1] / K  # (K, T): losses of ranks >= i
+        self._above = np.vstack([above, np.zeros((1, T))]).T.ravel()  # (T * (K + 1),): target c from c * (K + 1)
         self._base = np.arange(T) * K
+        self._step = np.arange(T)  # a rank in _sorted (from c * K) plus c is the same rank in _above
+        self._share = 1.0 / K
         self._K = K
+        self.refunds = t.refunds
         self.guy_risk = 0.0
         self.guy_tokens = view.tokens[t.puppet] if t.puppet >= 0 else None
         # Two players: a bid of ours that Guy can beat lets us hand him a character we would rather he won
@@ -237,34 +246,38 @@ class BidModel:
         self.scheming_worth = 0.0
         self.rival_scheming = 0
 
-    def _sample(self, bot: HeuristicBot, n: int, k: int, want: np.ndarray, last: np.ndarray, habit: int,
+    @staticmethod
+    def _mirrored(bot: HeuristicBot, view: ObservationView, rivals: list[int]) -> list[int]:
+        """The rivals (at most ``bot.mirror_rivals``, the best armed) whose bids are also planned as ours are."""
+        if len(rivals) <= bot.mirror_rivals:
+            return rivals
+        armed = view.tokens[rivals] @ bot.t.token_points
+        return [rivals[i] for i in np.argsort(-armed, kind="stable")[: bot.mirror_rivals]]
+
+    def _sample(self, bot: HeuristicBot, n: int, k: int, weight: np.ndarray, last: np.ndarray, habit: int,
                 K: int) -> np.ndarray:  # fmt: skip
-        """(K, T) counts of one opponent's ``n`` tokens of type ``k`` per sample."""
+        """(K, T) counts of one opponent's ``n`` tokens of type ``k`` per sample; ``weight`` is its interest in
+        each target."""
         t, rng = self.t, bot.rng
-        T = t.targets
-        legal = t.legal[:, k].astype(float)
-        if t.scheming >= 0:
-            legal[t.scheming] = 0.0
-        counts = np.zeros((K, T), dtype=np.int64)
-        used = last[:, k] * legal
-        if not used.any():
-            habit = 0
+        legal = t.bid_targets[k]
+        counts = np.zeros((K, t.targets), dtype=np.int64)
         if habit:
-            counts[:habit] = rng.multinomial(n, used / used.sum(), size=habit)
+            used = last[:, k] * legal
+            if used.any():
+                counts[:habit] = rng.multinomial(n, used / used.sum(), size=habit)
+            else:
+                habit = 0
         rest = K - habit
-        w = legal * (want + 1.0) ** bot.sharpness
-        if last.any():  # opponents tend to bid again where they bid last round
-            w = w * (1.0 + bot.persistence * (last.sum(1) > 0))
-        p = (1 - bot.spread) * w / w.sum() + bot.spread * legal / legal.sum()
-        on = np.flatnonzero(legal)
-        if n > 1 and len(on) > 1:  # Dirichlet-multinomial: opponents stack their tokens
+        w = legal * weight
+        p = (1 - bot.spread) * w / w.sum() + bot.spread * legal / t.bid_count[k]
+        if n > 1 and bot.inner_samples < K:  # Dirichlet-multinomial: opponents stack their tokens
+            on = t.bid_on[k]
             kappa = self._clumping(last[:, k]) if last[:, k].sum() > 1 else bot.clumping
-            p_k = rng.dirichlet(kappa * p[on] / p[on].sum(), size=rest)
-            p_k = np.maximum(p_k, 0.0)
+            p_k = rng.dirichlet(kappa * p[on], size=rest)
             p_k /= p_k.sum(1, keepdims=True)
             counts[habit:, on] = rng.multinomial(n, p_k)
         else:
-            counts[habit:] = rng.multinomial(n, p / p.sum(), size=rest)
+            counts[habit:] = rng.multinomial(n, p, size=rest)
         return counts
 
     @staticmethod
@@ -280,17 +293,17 @@ class BidModel:
     def values(self, bid: np.ndarray) -> np.ndarray:
         """(..., T, 3) bids -> (..., T) what each target's bid is worth (targets are independent)."""
         t = self.t
-        K = self._K
         query = bid @ t.strength + self._offset  # (..., T)
-        below = np.searchsorted(self._sorted, query, "left") - self._base  # opposing bids strictly weaker
-        upto = np.searchsorted(self._sorted, query, "right") - self._base  # ... weaker or equal
-        win = below / K
-        lost = self._above[upto + self._base + np.arange(len(self._base))] / K
+        # opposing bids strictly weaker, and the losses to those stronger (weaker or equal ones do not win)
+        win = (np.searchsorted(self._sorted, query, "left") - self._base) * self._share
+        lost = self._above[np.searchsorted(self._sorted, query, "right") + self._step]
         worth = self.value
         if self.guy_tokens is not None and self.guy_risk:
             exposed = (bid <= self.guy_tokens).all(-1) & bid.any(-1)
             worth = worth * (1 - self.guy_risk * exposed)
-        out = worth * win + lost - win * (bid @ self.cost)
+        out = worth * win + lost
+        if self.refunds:
+            out -= win * (bid @ self.cost)
         if self.vehicle is not None:
             beatable = (bid + t.beat_step <= self.guy_tokens).all(-1) & bid.any(-1)
             out = out + self.vehicle * beatable
@@ -321,7 +334,7 @@ def plan_bid(bot: HeuristicBot, model: BidModel, tokens: np.ndarray, max_group: 
             groups = np.arange(1, min(left, max_group) + 1)
             trial = np.repeat(bid[None], len(groups), axis=0)
             trial[:, :, k] += groups[:, None]
-            noise = bot.rng.gumbel(size=(len(groups), T)) * bot.mixing + bot.rng.random((len(groups), T)) * 1e-6
+            noise = bot.rng.random((len(groups), T)) * 1e-6  # ties broken at random
             per_token = (model.values(trial) - current) / groups[:, None] + noise
             open_ = t.legal[:, k] & _room(t, bid, counted)
             per_token[:, ~open_] = -np.inf
@@ -378,23 +391,30 @@ def _improve_once(t: Tables, model: BidModel, bid: np.ndarray, counted: np.ndarr
 class ValueBot(HeuristicBot):
     """``value``: bids where its margin gains most against what the opponents can bid.
 
-    Every character is worth the change in its projected margin if it wins it (support, tokens at their
-    end-game points or bidding power, the cube's effect on the area majorities, the best Spy move or Apothecary
-    swap on the board as it stands), and the opponents' characters are valued the same way from their seats.
-    Their public holdings are sampled into likely bids; every token then goes, strongest first, where it adds the
-    most expected value, and single tokens are moved while that helps. Two players: bids Guy could tie or beat
-    are discounted, and Gold goes on Scheming when priority over Guy's tokens is worth it."""
+    Every character is worth the change in its projected margin if it wins it (:mod:`.appraisal`: support,
+    tokens at their end-game points or their bidding power, the cube's effect on the area majorities and on how
+    soon the game ends, the best Spy move or Apothecary swap on the board as it stands), and the opponents'
+    characters are valued the same way from their seats. Their public holdings are sampled into likely bids, a
+    third of them as the opponent would plan its bid if it thought as we do; every token then goes, strongest
+    first, where it adds the most expected value (denying an opponent counts), and single tokens are moved while
+    that helps. Never on a character that refuses the token, never past six characters. Two players: bids Guy
+    could tie or beat are discounted, Gold goes on Scheming when priority over Guy's strong tokens is worth it,
+    and a bid Guy can beat may serve to hand him a character (to end a game we lead when we have no cube left).
+    The weights were tuned by play against the other bots and against itself (``scripts/heuristic_duel.py``)."""
 
     name = "value"
-    judgement = Judgement(special_scale=0.3, power=(20.0, 12.0, 4.0))
-    habit = 0.0
+    judgement = Judgement(special_scale=0.5, power=(20.0, 12.0, 4.0), hoard=10.0)
+    habit, mirror, sharpness = 0.0, 0.34, 2.5
     spend = 0.5
     guy_risk = 0.4
+    priority = 1.0  # two players: the worth of placing Guy's first bid, in units of Guy's strongest tokens
 
     def __init__(self, **env_options: Any) -> None:
         super().__init__(**env_options)
-        if self.t.puppet >= 0:  # two players: a lighter time term, for the leader only (measured in self-play)
-            self.judgement = dataclasses.replace(self.judgement, lock=0.3, trailing=0.0)
+        if self.t.puppet >= 0:  # two players (measured in self-play): a lighter time term, for the leader only;
+            # a cheaper Spy and Apothecary; a broader guess of the opponent's bid
+            self.judgement = dataclasses.replace(self.judgement, lock=0.3, trailing=0.0, special_scale=0.3)
+            self.sharpness = 1.5
 
     def bid(self, view: ObservationView, mask: np.ndarray, pos: Position) -> np.ndarray:
         G = pos.gains(pos.character_deltas())
@@ -406,7 +426,7 @@ class ValueBot(HeuristicBot):
     def _two_player(self, model: BidModel, view: ObservationView) -> None:
         guy = view.tokens[self.t.puppet]
         model.guy_risk = self.guy_risk
-        model.scheming_worth = 4.0 * guy[FORCE] + 2.0 * guy[BLACKMAIL] + 1.0
+        model.scheming_worth = self.priority * (4.0 * guy[FORCE] + 2.0 * guy[BLACKMAIL] + 1.0)
         model.rival_scheming = int(view.scheming_gold[1]) if view.round > 1 else 0
 
 
@@ -451,7 +471,10 @@ class BargainBot(HeuristicBot):
                 break
             cheapest = np.where(ok, cost[None, :], np.inf).argmin(1)  # (C,)
             rows = np.arange(C)
-            ratio = np.where(ok.any(1), value[:C] * win[rows, cheapest] / np.maximum(cost[cheapest], 1.0), -np.inf) + noise[:C]
+            ratio = (
+                np.where(ok.any(1), value[:C] * win[rows, cheapest] / np.maximum(cost[cheapest], 1.0), -np.inf)
+                + noise[:C]
+            )
             c = int(np.argmax(ratio))
             bid[c] += bids[cheapest[c]]
             left -= bids[cheapest[c]]
@@ -526,7 +549,7 @@ class AreaBot(HeuristicBot):
             a = t.char_area[c]
             if a >= 0 and view.free[a] > 0:
                 mine = pos.gain(pos.add[a, 0])
-                rivals = [pos.gain(pos.add[a, j]) for j in range(1, t.seats) if j != t.puppet or True]
+                rivals = [pos.gain(pos.add[a, j]) for j in range(1, t.seats)]
                 area_part[c] = (mine - min(rivals)) * (1.0 + fill[a])
         late = 0.5 + float(fill.mean())
         for c in (t.spy, t.apothecary):
