@@ -373,3 +373,14 @@ def test_checkpoint_paths_are_named_by_folder_and_stem():
         "b/latest": "runs/b/latest.pt",
         "value#2": "value",
     }
+
+
+def test_wilson_interval_is_exact_at_zero_and_all_wins_and_holds_the_rate():
+    from revolution_env.evaluation.stats import wilson_interval
+
+    for n in (1, 7, 1000):
+        assert wilson_interval(0, n)[0] == 0.0
+        assert wilson_interval(n, n)[1] == 1.0
+        for k in range(0, n + 1, max(1, n // 10)):
+            low, high = wilson_interval(k, n)
+            assert low <= k / n <= high

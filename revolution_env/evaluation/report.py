@@ -177,7 +177,10 @@ def plot_win_rates(evaluation: Evaluation, out: str | Path) -> Path:
     names = ranked(evaluation)[::-1]  # best at the top
     rates = [evaluation.stats[n].win_rate for n in names]
     cis = [evaluation.stats[n].win_rate_ci95 for n in names]
-    errors = [[r - lo for r, (lo, _) in zip(rates, cis)], [hi - r for r, (_, hi) in zip(rates, cis)]]
+    errors = [
+        [max(0.0, r - lo) for r, (lo, _) in zip(rates, cis)],
+        [max(0.0, hi - r) for r, (_, hi) in zip(rates, cis)],
+    ]
     fig, ax = plt.subplots(figsize=(7, 1.2 + 0.45 * len(names)))
     ax.barh(names, rates, xerr=errors, color="#4c72b0", ecolor="black", capsize=4)
     ax.axvline(1 / evaluation.players, color="grey", linestyle="--", label=f"chance (1/{evaluation.players})")

@@ -21,7 +21,9 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
     denominator = 1.0 + z2 / n
     centre = (p + z2 / (2 * n)) / denominator
     half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / denominator
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    low = 0.0 if successes <= 0 else max(0.0, min(p, centre - half))  # exact at the ends, despite rounding
+    high = 1.0 if successes >= n else min(1.0, max(p, centre + half))
+    return (low, high)
 
 
 @dataclass
