@@ -1,0 +1,43 @@
+"""The bots shipped in checkpoints/ load with their cards and play legal moves in every decision of their variant."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import revolution_env
+from training.checkpoint import read_checkpoint
+
+CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+SHIPPED = {"three_players.pt": {"bid", "spy", "apothecary_first", "apothecary_second"},
+           "two_players.pt": {"bid", "guy", "spy", "apothecary_first", "apothecary_second"}}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_shipped_bot_plays_every_decision_legally(name: str) -> None:
+    path = CHECKPOINTS / name
+    assert path.exists(), f"{path} is not shipped"
+    card = json.loads(path.with_suffix(".json").read_text())
+    options = {k: v for k, v in read_checkpoint(path)["env_options"].items() if k != "reward"}
+    assert card["steps"] == read_checkpoint(path)["step"]
+    bot = revolution_env.load_agent(str(path), **options)
+    seen: set[str] = set()
+    for game in range(8):
+        env = revolution_env.raw_env(**options)  # the raw env raises on any illegal action
+        env.reset(seed=game)
+        bot.reset(game)
+        for _ in env.agent_iter():
+            obs, _, term, trunc, info = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            seen.add(info["decision"])
+            env.step(bot.act(obs, info))
+    assert SHIPPED[name] <= seen, f"decisions never met: {SHIPPED[name] - seen}"
+
+
+def test_a_shipped_bot_refuses_another_variant() -> None:
+    with pytest.raises(ValueError, match="players"):
+        revolution_env.load_agent(str(CHECKPOINTS / "three_players.pt"), players=4)
