@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium
 import numpy as np
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
@@ -13,7 +12,6 @@ from pettingzoo.utils.env_logger import EnvLogger
 from ..engine.game import OVER
 from .core import ENV_NAME, RENDER_MODES, Core, CoreAccess, EnvConfig
 from .encoding import IllegalActionError
-from .render import render_frame
 
 
 class raw_env(CoreAccess, AECEnv):
@@ -74,15 +72,6 @@ class raw_env(CoreAccess, AECEnv):
     def _update_infos(self) -> None:
         for a in self.agents:
             self.infos[a] = {"decision": self.core.kind(self._seat[a])}
-
-    def render(self) -> Any:
-        if self.render_mode is None:
-            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
-            return None
-        return render_frame(self.core, self.render_mode)
-
-    def close(self) -> None:
-        pass
 
 
 class TerminateIllegalWrapper(wrappers.BaseWrapper):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium
 import numpy as np
 from gymnasium import spaces
 
@@ -161,6 +162,7 @@ class CoreAccess:
     """What the AEC and the Parallel environment expose of their :class:`Core` in the same way."""
 
     core: Core
+    render_mode: str | None
     observation_spaces: dict
     action_spaces: dict
 
@@ -180,3 +182,14 @@ class CoreAccess:
         from ..engine.scenario import state_dict
 
         return state_dict(self.core.game)
+
+    def render(self) -> Any:
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        from .render import render_frame
+
+        return render_frame(self.core, self.render_mode)
+
+    def close(self) -> None:
+        pass

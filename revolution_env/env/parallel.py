@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
 
 from ..engine.game import BID, OVER
 from .core import ENV_NAME, RENDER_MODES, Core, CoreAccess, EnvConfig
 from .encoding import NONE
-from .render import render_frame
 
 
 class parallel_env(CoreAccess, ParallelEnv):
@@ -68,12 +66,3 @@ class parallel_env(CoreAccess, ParallelEnv):
 
     def _infos(self) -> dict[str, dict[str, str]]:
         return {a: {"decision": self.core.kind(i)} for i, a in enumerate(self.possible_agents) if a in self.agents}
-
-    def render(self) -> Any:
-        if self.render_mode is None:
-            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
-            return None
-        return render_frame(self.core, self.render_mode)
-
-    def close(self) -> None:
-        pass
