@@ -90,6 +90,10 @@ from .observation import ObservationLayout, ObservationView
 from .parallel import parallel_env
 from .spaces import MaskedMultiDiscrete, flat_mask, split_mask
 
+# `revolution_env.env` is also the name of this package's AEC constructor: give it the documentation page, so
+# that `help(revolution_env.env)` shows it.
+env.__doc__ = f"{env.__doc__}\n{__doc__}"
+
 
 def _core(environment: Any):
     return environment.unwrapped.core if hasattr(environment, "unwrapped") else environment.core
