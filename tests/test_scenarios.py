@@ -91,7 +91,9 @@ def test_every_rule_has_a_scenario() -> None:
 
 def test_cli_prints_state_and_exits_0(tmp_path: Path) -> None:
     path = next(p for p in SCENARIOS if "expect" in load(p))
-    out = subprocess.run([sys.executable, "-m", "revolution_env", "scenario", str(path)], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "revolution_env", "scenario", str(path)], capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == load(path)["expect"]
 
