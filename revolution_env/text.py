@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .engine.game import OVER, Game
+from .engine.game import OVER, Game, Layout
 
 TOKEN_LETTERS = ("F", "B", "G")
 
 
+def layout_seat_names(layout: Layout) -> list[str]:
+    """How seats are written for people: ``P0``, ``P1``, ... and ``Guy`` for the puppet."""
+    return [("Guy" if s == layout.puppet else f"P{s}") for s in range(layout.seats)]
+
+
 def seat_names(game: Game, names: Sequence[str] | None = None) -> list[str]:
-    if names is not None:
-        return list(names)
-    L = game.layout
-    return [("Guy" if s == L.puppet else f"P{s}") for s in range(L.seats)]
+    return list(names) if names is not None else layout_seat_names(game.layout)
 
 
 def tokens_text(row: Sequence[int]) -> str:

@@ -18,7 +18,7 @@ import revolution_env
 from revolution_env.engine import Game, Rules, random_bids
 from revolution_env.engine.random_play import play_random
 from revolution_env.env import picture
-from revolution_env.text import tokens_text
+from revolution_env.text import layout_seat_names, tokens_text
 
 VARIANTS = [(2, False), (3, False), (4, False), (2, True), (3, True), (4, True)]
 SHAPE = (picture.HEIGHT, picture.WIDTH, 3)
@@ -104,7 +104,7 @@ def test_the_puppet_is_drawn_in_grey_as_guy() -> None:
     game.cubes[6] = 1  # one cube of each seat in the Tavern: tied
     after = colour_pixels(picture.draw(game), picture.GUY_COLOUR, picture.BOARD)
     assert after - before >= (picture.SLOT - 4) ** 2
-    assert picture.seat_names_of(game.layout) == ["P0", "P1", "Guy"]
+    assert layout_seat_names(game.layout) == ["P0", "P1", "Guy"]
 
 
 @pytest.mark.parametrize("bonus", [False, True])

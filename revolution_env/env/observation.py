@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engine.game import BIDDING, OVER, RESOLUTION, SCHEMING, Game, Layout
+from ..engine.game import BIDDING, OVER, RESOLUTION, SCHEMING, Game
 from .encoding import KINDS, Codec
 
 PHASES = (BIDDING, SCHEMING, RESOLUTION, OVER)
@@ -246,7 +246,3 @@ class ObservationView:
     deck_left: np.ndarray | None
     final_support: np.ndarray | None
     puppet: int
-
-
-def observation_layout_for(layout: Layout) -> ObservationLayout:
-    return ObservationLayout(Codec(layout))

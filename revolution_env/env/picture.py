@@ -37,6 +37,7 @@ from ..engine.game import (
     Rules,
     make_layout,
 )
+from ..text import layout_seat_names
 
 WIDTH, HEIGHT, DPI = 1280, 800, 100
 
@@ -76,7 +77,7 @@ def draw(game: Game) -> np.ndarray:
     """The picture of ``game`` as an (800, 1280, 3) uint8 array."""
     L = game.layout
     sk = Sketch(background=static_frame(game.rules, L.components))
-    who = seat_names_of(L)
+    who = layout_seat_names(L)
     colours = seat_colours(L)
     draw_status(sk, game, who)
     draw_board(sk, game, who, colours)
@@ -91,7 +92,7 @@ def static_frame(rules: Rules, components: Components) -> np.ndarray:
     """What does not change during a game of these rules on this board, as an (H, W, 4) uint8 picture."""
     L = make_layout(rules, components)
     sk = Sketch()
-    who = seat_names_of(L)
+    who = layout_seat_names(L)
     colours = seat_colours(L)
     frame_header(sk, L)
     frame_board(sk, L)
@@ -101,10 +102,6 @@ def static_frame(rules: Rules, components: Components) -> np.ndarray:
     picture = sk.picture(rgba=True)
     picture.flags.writeable = False
     return picture
-
-
-def seat_names_of(L: Layout) -> list[str]:
-    return [("Guy" if s == L.puppet else f"P{s}") for s in range(L.seats)]
 
 
 def seat_colours(L: Layout) -> list[str]:
