@@ -1,7 +1,10 @@
 """Write the card of a shipped bot: its config, steps, wall time, and evaluation results.
 
     python scripts/make_card.py checkpoints/three_players.pt results/three_players_vs_value results/... \
+        --config configs/three_players.yaml --config configs/three_players_stage2.yaml \
         --command "revolution eval ..." --command "..."
+
+One ``--config`` per training stage (a run started with ``init_from`` is a stage after its source's stages).
 
 Each results folder is the ``--out`` of a ``revolution eval`` run (its ``results.json``). The card is written
 beside the checkpoint as ``<name>.md`` (for people) and ``<name>.json`` (for tools).
@@ -13,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from training.checkpoint import read_checkpoint
+from training.checkpoint import history, read_checkpoint
 
 
 def main() -> None:
@@ -21,7 +24,9 @@ def main() -> None:
     parser.add_argument("checkpoint")
     parser.add_argument("results", nargs="+", help="folders holding an evaluation's results.json")
     parser.add_argument("--command", action="append", default=[], help="the command behind each results folder")
-    parser.add_argument("--config", required=True, help="the config file the bot was trained with")
+    parser.add_argument(
+        "--config", action="append", required=True, help="the config file of each training stage, first first"
+    )
     parser.add_argument("--note", default="", help="a paragraph for the card (what was tried, what is missing)")
     args = parser.parse_args()
 
@@ -42,8 +47,12 @@ def main() -> None:
         "env": ckpt["env"],
         "env_options": ckpt["env_options"],
         "layout_hash": ckpt["layout_hash"],
-        "steps": ckpt["step"],
-        "wall_time_s": round(float(ckpt.get("wall_time", 0.0))),
+        "steps": sum(stage["step"] for stage in history(ckpt)),
+        "wall_time_s": round(sum(stage["wall_time"] for stage in history(ckpt))),
+        "stages": [
+            {**stage, "config": config, "wall_time": round(stage["wall_time"])}
+            for stage, config in zip(history(ckpt), _stage_configs(args.config, len(history(ckpt))))
+        ],
         "saved_at": ckpt.get("saved_at"),
         "config": ckpt.get("config"),
         "evaluations": evaluations,
@@ -57,9 +66,13 @@ def main() -> None:
     lines += [
         f"- environment: `{ckpt['env']}` ({opts})",
         f"- trained: {card['steps']:,} learner steps, {hours:.2f} h wall time on 2 CPU cores (saved {card['saved_at']})",
-        f"- config: `{args.config}` (in full in the JSON card)",
-        "",
     ]
+    for i, stage in enumerate(card["stages"], 1):
+        lines.append(
+            f"- stage {i}: `revolution train --config {stage['config']}`: {stage['step']:,} steps, "
+            f"{stage['wall_time'] / 3600:.2f} h"
+        )
+    lines += ["- the last stage's config is in full in the JSON card", ""]
     if args.note:
         lines += [args.note, ""]
     for ev in evaluations:
@@ -78,6 +91,12 @@ def main() -> None:
         lines.append("")
     path.with_suffix(".md").write_text("\n".join(lines))
     print(f"written: {path.with_suffix('.md')}, {path.with_suffix('.json')}")
+
+
+def _stage_configs(configs: list[str], stages: int) -> list[str]:
+    if len(configs) != stages:
+        raise SystemExit(f"the checkpoint has {stages} training stage(s); give one --config for each, first first")
+    return configs
 
 
 if __name__ == "__main__":

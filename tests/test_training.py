@@ -25,7 +25,15 @@ import yaml
 import revolution_env
 from revolution_env.agents.heuristics import ValueBot
 from revolution_env.agents.loading import load_agent
-from training.checkpoint import FORMAT, FORMAT_VERSION, layout_hash, make_checkpoint, read_checkpoint, save_checkpoint
+from training.checkpoint import (
+    FORMAT,
+    FORMAT_VERSION,
+    history,
+    layout_hash,
+    make_checkpoint,
+    read_checkpoint,
+    save_checkpoint,
+)
 from training.config import TrainConfig, load_config
 from training.league import League, LeagueReader, choose_opponent, read_league
 from training.policy import PolicyAgent, load_policy_agent, policy_from_sb3
@@ -83,10 +91,12 @@ def untrained_checkpoint(tmp_path: Path, **env_options) -> Path:
 # --- the config --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["default", "three_players", "two_players", "four_players"])
-def test_shipped_configs_load(name):
-    config = load_config(ROOT / "configs" / f"{name}.yaml")
+@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_configs_load(path):
+    config = load_config(path)
     assert config.p_latest + config.p_past + config.p_heuristics == pytest.approx(1.0)
+    if config.init_from:  # a later stage starts from the run of an earlier stage's config
+        assert config.init_from in {load_config(p).out for p in (ROOT / "configs").glob("*.yaml")}
 
 
 @pytest.mark.parametrize(
@@ -98,6 +108,7 @@ def test_shipped_configs_load(name):
         ("p_latest: 0.9", "p_latest, p_past, p_heuristics: expected to sum to 1"),
         ("heuristics: []", "heuristics: expected a non-empty list of agent specs"),
         ("players: 2\nbid_refunds: false", "bid_refunds: the two-player variant"),
+        ("init_from: 3", "init_from: expected a non-empty string, got 3"),
         ("- a list", "expected a mapping of options"),
     ],
 )
@@ -443,3 +454,116 @@ def test_the_config_has_a_docstring_per_field():
         if isinstance(a, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
     }
     assert documented == {f for f in TrainConfig.__dataclass_fields__}
+
+
+# --- starting from trained weights (init_from) -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    """A tiny 3-player run trained to its end (in this process)."""
+    from training.train import train
+
+    out = tmp_path_factory.mktemp("source") / "run"
+    train(TrainConfig(**{**TINY, "n_envs": 1, "total_steps": 64, "eval_every": 0, "seed": 3}), out=out)
+    return out
+
+
+def fresh_model(config: TrainConfig, folder: Path):
+    from training.train import make_vec_env, new_model
+
+    venv = make_vec_env(config, folder / "league")
+    return new_model(config, venv), venv
+
+
+def values_of(policy, obs: np.ndarray) -> np.ndarray:
+    with torch.no_grad():
+        return policy.predict_values(torch.as_tensor(obs)).numpy()
+
+
+def test_init_from_a_run_folder_takes_its_policy_and_value_network(finished_run, tmp_path):
+    from sb3_contrib import MaskablePPO
+
+    from training.train import load_initial_weights
+
+    config = TrainConfig(**{**TINY, "n_envs": 1, "seed": 9, "init_from": str(finished_run)})
+    model, venv = fresh_model(config, tmp_path)
+    try:
+        saved = MaskablePPO.load(finished_run / json.loads((finished_run / "state.json").read_text())["model"])
+        obs = np.random.default_rng(0).random((4, model.observation_space.shape[0]), dtype=np.float32)
+        assert not np.allclose(values_of(model.policy, obs), values_of(saved.policy, obs))  # different seeds
+        loaded, origin = load_initial_weights(model, config)
+        assert "policy and value network" in loaded and origin["path"] == str(finished_run)
+        ours, theirs = model.policy.state_dict(), saved.policy.state_dict()
+        assert ours.keys() == theirs.keys()
+        assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+    finally:
+        venv.close()
+
+
+def test_init_from_a_policy_checkpoint_takes_the_policy_only(finished_run, tmp_path):
+    from training.train import load_initial_weights
+
+    config = TrainConfig(**{**TINY, "n_envs": 1, "seed": 9, "init_from": str(finished_run / "latest.pt")})
+    model, venv = fresh_model(config, tmp_path)
+    try:
+        obs = np.random.default_rng(0).random((4, model.observation_space.shape[0]), dtype=np.float32)
+        values_before = values_of(model.policy, obs)
+        assert "value network starts fresh" in load_initial_weights(model, config)[0]
+        source = load_policy_agent(str(finished_run / "latest.pt"), players=3)
+        ours = PolicyAgent(policy_from_sb3(model.policy, "tanh"), players=3)
+        np.testing.assert_allclose(ours.net.logits(obs), source.net.logits(obs), rtol=0, atol=1e-6)
+        np.testing.assert_array_equal(values_of(model.policy, obs), values_before)
+    finally:
+        venv.close()
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"players": 4}, "trained for another environment .*players: checkpoint 3, environment 4"),
+        ({"net_arch": [8]}, r"its network is \[16\] tanh, this config asks for net_arch \[8\] tanh"),
+        ({"activation": "relu"}, "asks for net_arch .* relu"),
+        ({"init_from": "no/such/run"}, "init_from: no/such/run: no such run folder or checkpoint file"),
+        ({"init_from": "{tmp}"}, "not a training run folder"),
+        ({"init_from": "{run}/state.json"}, "is not a Revolution! policy checkpoint"),
+    ],
+)
+def test_init_from_refuses_what_does_not_fit(finished_run, tmp_path, changes, message):
+    from training.train import load_initial_weights
+
+    changes = {k: v.format(tmp=tmp_path, run=finished_run) if isinstance(v, str) else v for k, v in changes.items()}
+    config = TrainConfig(**{**TINY, "n_envs": 1, "init_from": str(finished_run), **changes})
+    model, venv = fresh_model(config, tmp_path)
+    try:
+        with pytest.raises(ValueError, match=message):
+            load_initial_weights(model, config)
+    finally:
+        venv.close()
+
+
+def test_init_from_through_the_cli(finished_run, tmp_path):
+    out = tmp_path / "stage2"
+    config = write_config(tmp_path, n_envs=1, total_steps=64, eval_every=0, init_from=str(finished_run))
+    proc = train_cli("--config", str(config), "--out", str(out))
+    log, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, log
+    assert f"starting from the policy and value network of {finished_run} at step 64" in log
+    assert json.loads((out / "state.json").read_text())["step"] == 64  # the count starts again
+    source, ours = read_checkpoint(finished_run / "latest.pt"), read_checkpoint(out / "latest.pt")
+    assert ours["origin"] == {
+        "path": str(finished_run),
+        "step": 64,
+        "wall_time": source["wall_time"],
+        "origin": None,
+    }
+    assert [s["step"] for s in history(ours)] == [64, 64]
+    assert sum(s["wall_time"] for s in history(ours)) == pytest.approx(source["wall_time"] + ours["wall_time"])
+    more = train_cli("--config", str(config), "--out", str(out), "--resume", "--total-steps", "96")
+    log, _ = more.communicate(timeout=120)
+    assert more.returncode == 0, log
+    assert read_checkpoint(out / "latest.pt")["origin"] == ours["origin"]  # a resumed run keeps its origin
+    bad = write_config(tmp_path, n_envs=1, total_steps=64, init_from=str(tmp_path / "missing"))
+    proc = train_cli("--config", str(bad), "--out", str(tmp_path / "stage2b"))
+    log, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and "no such run folder or checkpoint file" in log, log

@@ -14,6 +14,8 @@ it), with this metadata beside the weights:
 | `config`         | the training config (``TrainConfig.to_dict()``)                                           |
 | `step`           | learner steps trained                                                                     |
 | `wall_time`      | seconds of training behind it; `saved_at`: when it was written (UTC, ISO 8601)            |
+| `origin`         | only for a run started from trained weights (``init_from``): that source's path, `step`,   |
+|                  | `wall_time` and its own `origin` (so the whole training history adds up)                  |
 
 Files are written to a temporary name and renamed into place, so a reader (or a kill) never meets half of one.
 """
@@ -90,9 +92,10 @@ def make_checkpoint(
     config: Mapping[str, Any] | None = None,
     step: int = 0,
     wall_time: float = 0.0,
+    origin: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The checkpoint dict of ``policy`` (``hidden``, ``activation``, ``obs_size``, ``nvec``, ``state_dict``)."""
-    return {
+    checkpoint = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         **env_metadata(env_options),
@@ -102,6 +105,20 @@ def make_checkpoint(
         "wall_time": float(wall_time),
         "saved_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
+    if origin is not None:
+        checkpoint["origin"] = dict(origin)
+    return checkpoint
+
+
+def history(checkpoint: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The stages of training behind a checkpoint, first first: ``{"path", "step", "wall_time"}`` for each run it
+    was started from (``origin``), then ``{"path": None, ...}`` for the checkpoint's own run."""
+    stages = [{"path": None, "step": int(checkpoint["step"]), "wall_time": float(checkpoint.get("wall_time", 0.0))}]
+    origin = checkpoint.get("origin")
+    while origin:
+        stages.append({"path": origin["path"], "step": int(origin["step"]), "wall_time": float(origin["wall_time"])})
+        origin = origin.get("origin")
+    return stages[::-1]
 
 
 def save_checkpoint(checkpoint: Mapping[str, Any], path: str | Path) -> None:

@@ -71,6 +71,10 @@ class TrainConfig:
     """Hidden layer sizes of the policy and of the value network (separate networks of the same shape)."""
     activation: str = "tanh"
     """Activation of the hidden layers: ``tanh`` or ``relu``."""
+    init_from: str | None = None
+    """Start from trained weights instead of random ones: a run folder (its last save: the policy and the value
+    network) or a policy checkpoint ``.pt`` (the policy only; the value network starts fresh). The game options
+    must match the run's, and so must ``net_arch`` and ``activation``; the step count starts again at 0."""
     seed: int = 0
     """Seeds torch, numpy, every environment's games and seats, and the league's opponent sampling."""
     device: str = "cpu"
@@ -224,6 +228,7 @@ CHECKS = {
     "max_grad_norm": _positive_number,
     "net_arch": _net_arch,
     "activation": _one_of(*ACTIVATIONS),
+    "init_from": lambda v: None if v is None else _string(v),
     "seed": _non_negative_int,
     "device": _string,
     "torch_threads": _positive_int,

@@ -42,7 +42,14 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
-from .checkpoint import atomic_write, atomic_write_json, make_checkpoint, save_checkpoint
+from .checkpoint import (
+    atomic_write,
+    atomic_write_json,
+    check_compatible,
+    make_checkpoint,
+    read_checkpoint,
+    save_checkpoint,
+)
 from .config import TrainConfig, dump_config, from_dict
 from .distributions import MaskableMultiDiscretePolicy
 from .league import League
@@ -131,6 +138,48 @@ def new_model(config: TrainConfig, venv: VecEnv) -> MaskablePPO:
     )
 
 
+def load_initial_weights(model: MaskablePPO, config: TrainConfig) -> tuple[str, dict[str, Any]]:
+    """Copy ``config.init_from``'s weights into a new model (see ``TrainConfig.init_from``); returns what was
+    loaded, in words, and the checkpoints' ``origin`` entry for it. Anything that does not fit raises
+    ``ValueError`` naming it."""
+    source = Path(config.init_from)
+    if source.is_dir():
+        state = read_state(source)
+        if state is None or not state.get("model"):
+            raise ValueError(f"init_from: {source}: not a training run folder (no {STATE_FILE} with a saved model)")
+        checkpoint_path = source / LATEST
+    elif source.is_file():
+        checkpoint_path = source
+    else:
+        raise ValueError(f"init_from: {source}: no such run folder or checkpoint file")
+    checkpoint = read_checkpoint(checkpoint_path)
+    check_compatible(checkpoint, config.env_options(), f"init_from: {checkpoint_path}")
+    origin = {
+        "path": str(config.init_from),
+        "step": int(checkpoint["step"]),
+        "wall_time": float(checkpoint.get("wall_time", 0.0)),
+        "origin": checkpoint.get("origin"),
+    }
+    policy = checkpoint["policy"]
+    if list(policy["hidden"]) != list(config.net_arch) or policy["activation"] != config.activation:
+        raise ValueError(
+            f"init_from: {checkpoint_path}: its network is {policy['hidden']} {policy['activation']}, this config "
+            f"asks for net_arch {list(config.net_arch)} {config.activation}"
+        )
+    if source.is_dir():
+        trained = MaskablePPO.load(source / state["model"], device="cpu")
+        model.policy.load_state_dict(trained.policy.state_dict())
+        return f"policy and value network of {source} at step {checkpoint['step']:,}", origin
+    linears = [m for m in model.policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
+    linears.append(model.policy.action_net)
+    weights = policy["state_dict"]
+    with torch.no_grad():
+        for i, layer in enumerate(linears):
+            layer.weight.copy_(weights[f"layers.{i}.weight"])
+            layer.bias.copy_(weights[f"layers.{i}.bias"])
+    return f"policy of {checkpoint_path} at step {checkpoint['step']:,} (the value network starts fresh)", origin
+
+
 # --- evaluation --------------------------------------------------------------------------------------------------
 
 
@@ -187,6 +236,7 @@ class RunState:
     best_win_rate: float | None = None
     best_step: int | None = None
     evaluations: list[dict[str, Any]] = field(default_factory=list)
+    origin: dict[str, Any] | None = None
 
 
 class SelfPlayCallback(BaseCallback):
@@ -244,7 +294,12 @@ class SelfPlayCallback(BaseCallback):
     def checkpoint(self) -> dict[str, Any]:
         policy = policy_from_sb3(self.model.policy, self.config.activation)
         return make_checkpoint(
-            policy, self.config.env_options(), self.config.to_dict(), self.model.num_timesteps, self.wall_time()
+            policy,
+            self.config.env_options(),
+            self.config.to_dict(),
+            self.model.num_timesteps,
+            self.wall_time(),
+            self.run.origin,
         )
 
     def evaluate(self) -> None:
@@ -292,6 +347,7 @@ def write_state(out: Path, config: TrainConfig, run: RunState, league: League) -
             "best_win_rate": run.best_win_rate,
             "best_step": run.best_step,
             "evaluations": run.evaluations,
+            "origin": run.origin,
             "league": [s["file"] for s in league.snapshots],
             "config": config.to_dict(),
         },
@@ -354,6 +410,7 @@ def train(
             state["best_win_rate"],
             state["best_step"],
             state["evaluations"],
+            state.get("origin"),
         )
         if run.step >= config.total_steps:  # nothing left to train
             return TrainResult(run.step, False, 0.0, run.best_win_rate, out)
@@ -363,6 +420,9 @@ def train(
     try:
         if state is None:
             model = new_model(config, venv)
+            if config.init_from:
+                loaded, run.origin = load_initial_weights(model, config)
+                print(f"starting from the {loaded}")
         else:
             model = MaskablePPO.load(out / state["model"], env=venv, device=config.device, force_reset=True)
             model.set_random_seed(config.seed + state["step"])  # fresh games, not a replay of the first ones
