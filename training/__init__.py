@@ -11,5 +11,6 @@ revolution eval --agents runs/default/best.pt value random   # a checkpoint is a
 Modules, top to bottom: :mod:`.config` (``TrainConfig``, YAML), :mod:`.selfplay` (the learner's Gymnasium env),
 :mod:`.league` (snapshots on disk and opponent sampling), :mod:`.checkpoint` (the policy file format),
 :mod:`.policy` (a checkpoint as an agent: ``load_policy_agent``), :mod:`.distributions` (a faster masked
-MultiDiscrete distribution for ``MlpPolicy``), :mod:`.train` (the loop, saving, resuming), :mod:`.cli`.
+MultiDiscrete distribution for ``MlpPolicy``), :mod:`.pretrain` (imitating a heuristic before PPO),
+:mod:`.train` (the loop, saving, resuming, starting from trained weights), :mod:`.cli`.
 """

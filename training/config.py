@@ -75,6 +75,13 @@ class TrainConfig:
     """Start from trained weights instead of random ones: a run folder (its last save: the policy and the value
     network) or a policy checkpoint ``.pt`` (the policy only; the value network starts fresh). The game options
     must match the run's, and so must ``net_arch`` and ``activation``; the step count starts again at 0."""
+    pretrain_teacher: str | None = None
+    """An agent spec (a heuristic's name, a checkpoint) the learner imitates before PPO starts, in a new run
+    (behaviour cloning, ``training.pretrain``); None: no imitation."""
+    pretrain_steps: int = 50_000
+    """Teacher decisions recorded for the imitation (whole games; from the learner's seat against ``heuristics``)."""
+    pretrain_epochs: int = 10
+    """Passes over the recorded decisions (minibatches of ``batch_size``)."""
     seed: int = 0
     """Seeds torch, numpy, every environment's games and seats, and the league's opponent sampling."""
     device: str = "cpu"
@@ -229,6 +236,9 @@ CHECKS = {
     "net_arch": _net_arch,
     "activation": _one_of(*ACTIVATIONS),
     "init_from": lambda v: None if v is None else _string(v),
+    "pretrain_teacher": lambda v: None if v is None else _string(v),
+    "pretrain_steps": _positive_int,
+    "pretrain_epochs": _positive_int,
     "seed": _non_negative_int,
     "device": _string,
     "torch_threads": _positive_int,

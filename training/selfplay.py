@@ -85,6 +85,11 @@ class SelfPlayEnv(gymnasium.Env):
             return np.ones(int(self.action_space.nvec.sum()), dtype=bool)
         return self.game_env.core.mask(self.game_env.core.seat_of[self.learner]).astype(bool)
 
+    def learner_view(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The learner's observation and info as the environment gives them to an agent (unscaled): what a
+        teacher acting for the learner reads (``training.pretrain``)."""
+        return self.game_env.observe(self.learner), self.game_env.infos[self.learner]
+
     # --- inside a game -----------------------------------------------------------------------------------------
 
     def _over(self) -> bool:

@@ -54,6 +54,7 @@ from .config import TrainConfig, dump_config, from_dict
 from .distributions import MaskableMultiDiscretePolicy
 from .league import League
 from .policy import policy_from_sb3
+from .pretrain import clone, collect
 from .selfplay import make_selfplay_env
 
 STATE_FILE = "state.json"
@@ -178,6 +179,24 @@ def load_initial_weights(model: MaskablePPO, config: TrainConfig) -> tuple[str, 
             layer.weight.copy_(weights[f"layers.{i}.weight"])
             layer.bias.copy_(weights[f"layers.{i}.bias"])
     return f"policy of {checkpoint_path} at step {checkpoint['step']:,} (the value network starts fresh)", origin
+
+
+def imitate(model: MaskablePPO, config: TrainConfig) -> float:
+    """Behaviour cloning of ``pretrain_teacher`` before PPO (``training.pretrain``); returns the seconds spent."""
+    start = time.time()
+    print(f"imitating {config.pretrain_teacher}: recording {config.pretrain_steps:,} of its decisions ...", flush=True)
+    demos = collect(config, config.pretrain_steps, config.seed)
+    report = clone(model, demos, config)
+    for key, value in report.items():
+        model.logger.record(f"pretrain/{key}", value)
+    model.logger.dump(0)
+    print(
+        f"imitated {config.pretrain_teacher} on {len(demos):,} decisions of {demos.games:,} games: held-out accuracy "
+        f"{report['accuracy']:.1%} (bids {report['bid_accuracy']:.1%}), value mse {report['value_mse']:.4f}, "
+        f"{time.time() - start:.0f} s",
+        flush=True,
+    )
+    return time.time() - start
 
 
 # --- evaluation --------------------------------------------------------------------------------------------------
@@ -427,6 +446,8 @@ def train(
             model = MaskablePPO.load(out / state["model"], env=venv, device=config.device, force_reset=True)
             model.set_random_seed(config.seed + state["step"])  # fresh games, not a replay of the first ones
         model.set_logger(configure(str(out / "tb"), ["tensorboard"]))
+        if state is None and config.pretrain_teacher:
+            run.wall_time += imitate(model, config)
         callback = SelfPlayCallback(config, out, league, run)
         callback.init_callback(model)  # learn() does it too, but a run already at total_steps never calls learn()
         start_step, start_time = model.num_timesteps, time.time()

@@ -1,0 +1,177 @@
+"""Behaviour cloning before self-play: the learner first imitates a teacher (a heuristic bot).
+
+PPO from random weights spends most of a CPU budget relearning what a good heuristic already knows. With
+``pretrain_teacher`` set, a new run first records the teacher's decisions from the learner's seat, in the very
+games the learner will then play (the same self-play env, opponents drawn from ``heuristics``), and fits the
+policy to them by maximum likelihood under the action masks; the value network is fitted at the same time to the
+discounted returns of those games, so that PPO's first advantages are not noise. Then PPO takes over.
+
+```python
+demos = collect(config, steps=50_000, seed=0)    # Demonstrations: obs, masks, actions, returns, decisions
+report = clone(model, demos, config)             # fits model.policy in place; held-out accuracy in the report
+```
+
+Collection runs in ``n_envs`` processes (the teacher is the slow part) and is reproducible from the seed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from revolution_env.agents.loading import load_agent
+
+from .config import TrainConfig
+from .selfplay import make_selfplay_env
+
+
+@dataclass
+class Demonstrations:
+    """The teacher's decisions: one row per learner step."""
+
+    obs: np.ndarray  # (N, obs_size) float32, scaled as the learner sees it
+    masks: np.ndarray  # (N, sum(nvec)) bool
+    actions: np.ndarray  # (N, len(nvec)) int64
+    returns: np.ndarray  # (N,) float32: the discounted return from that step to the end of its game
+    decisions: np.ndarray  # (N,) str: the decision kind of each step
+    games: int
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    @staticmethod
+    def concatenate(parts: list[Demonstrations]) -> Demonstrations:
+        return Demonstrations(
+            *(
+                np.concatenate([getattr(p, f) for p in parts])
+                for f in ("obs", "masks", "actions", "returns", "decisions")
+            ),
+            games=sum(p.games for p in parts),
+        )
+
+
+def collect(config: TrainConfig, steps: int, seed: int) -> Demonstrations:
+    """At least ``steps`` decisions of ``config.pretrain_teacher`` in the learner's seat (whole games), gathered
+    in ``config.n_envs`` processes."""
+    try:
+        load_agent(str(config.pretrain_teacher), **config.env_options())  # a bad spec fails here, not in a worker
+    except ValueError as exc:
+        raise ValueError(f"pretrain_teacher: {exc}") from None
+    workers = max(1, min(config.n_envs, steps))
+    shares = [steps // workers + (i < steps % workers) for i in range(workers)]
+    jobs = [(config, share, seed * 1000 + i) for i, share in enumerate(shares)]
+    if workers == 1:
+        return _collect(*jobs[0])
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        return Demonstrations.concatenate(pool.starmap(_collect, jobs))
+
+
+def _collect(config: TrainConfig, steps: int, seed: int) -> Demonstrations:
+    options = config.env_options()
+    env = make_selfplay_env(options, None, config.heuristics)
+    teacher = load_agent(str(config.pretrain_teacher), **options)
+    rows: dict[str, list[Any]] = {"obs": [], "masks": [], "actions": [], "decisions": []}
+    returns: list[float] = []
+    rewards: list[float] = []
+    games = 0
+    obs, info = env.reset(seed=seed)
+    teacher.reset(seed)
+    while True:
+        raw, raw_info = env.learner_view()
+        action = np.asarray(teacher.act(raw, raw_info), dtype=np.int64)
+        rows["obs"].append(obs)
+        rows["masks"].append(env.action_masks())
+        rows["actions"].append(action)
+        rows["decisions"].append(info["decision"])
+        obs, reward, terminated, truncated, info = env.step(action)
+        rewards.append(reward)
+        if terminated or truncated:
+            games += 1
+            g, tail = 0.0, []
+            for r in reversed(rewards):
+                g = r + config.gamma * g
+                tail.append(g)
+            returns.extend(reversed(tail))
+            rewards = []
+            if len(returns) >= steps:
+                break
+            obs, info = env.reset()
+            teacher.reset(seed + games)
+    return Demonstrations(
+        np.asarray(rows["obs"], dtype=np.float32),
+        np.asarray(rows["masks"], dtype=bool),
+        np.asarray(rows["actions"], dtype=np.int64),
+        np.asarray(returns, dtype=np.float32),
+        np.asarray(rows["decisions"]),
+        games,
+    )
+
+
+def held_out(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices (fit, held out) of ``n`` demonstrations: a tenth held out, drawn from ``seed``."""
+    order = np.random.default_rng(seed).permutation(n)
+    cut = max(1, n // 10)
+    return order[cut:], order[:cut]
+
+
+def _batch(demos: Demonstrations, idx: np.ndarray, device: Any) -> tuple[torch.Tensor, ...]:
+    return (
+        torch.as_tensor(demos.obs[idx], device=device),
+        torch.as_tensor(demos.actions[idx], device=device),
+        torch.as_tensor(demos.masks[idx], device=device),
+        torch.as_tensor(demos.returns[idx], device=device),
+    )
+
+
+def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, float]:
+    """Fit ``model.policy`` (a MaskablePPO policy) to the demonstrations: the actor by the masked log-likelihood of
+    the teacher's actions, the critic by squared error to the returns, ``pretrain_epochs`` passes of minibatches of
+    ``batch_size`` with the policy's own optimizer; a tenth is held out. Returns :func:`score` on the held-out
+    tenth."""
+    policy = model.policy
+    rng = np.random.default_rng(config.seed)
+    fit, held = held_out(len(demos), config.seed)
+    policy.set_training_mode(True)
+    for _ in range(config.pretrain_epochs):
+        rng.shuffle(fit)
+        for start in range(0, len(fit), config.batch_size):
+            obs, actions, masks, returns = _batch(demos, fit[start : start + config.batch_size], policy.device)
+            values, log_prob, _ = policy.evaluate_actions(obs, actions, action_masks=masks)
+            loss = -log_prob.mean() + config.vf_coef * F.mse_loss(values.flatten(), returns)
+            policy.optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
+            policy.optimizer.step()
+    policy.set_training_mode(False)
+    return score(policy, demos, held)
+
+
+def score(policy: Any, demos: Demonstrations, idx: np.ndarray) -> dict[str, float]:
+    """How well ``policy`` matches the demonstrations ``idx``: ``accuracy`` (its greedy action equals the
+    teacher's in every dimension), ``bid_accuracy`` (the same over bids), ``dim_accuracy`` (per dimension that
+    had a choice), ``nll`` (of the teacher's actions) and ``value_mse`` (against the returns)."""
+    with torch.no_grad():
+        obs, actions, masks, returns = _batch(demos, idx, policy.device)
+        values, log_prob, _ = policy.evaluate_actions(obs, actions, action_masks=masks)
+        greedy = policy.get_distribution(obs, action_masks=masks.cpu().numpy()).get_actions(deterministic=True)
+    same = (greedy == actions).cpu().numpy()
+    exact = same.all(axis=1)
+    bids = demos.decisions[idx] == "bid"
+    nvec = np.asarray(policy.action_space.nvec)
+    offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+    legal = np.add.reduceat(demos.masks[idx].astype(np.int64), offsets, axis=1)  # legal values per dimension
+    open_ = legal > 1
+    return {
+        "steps": float(len(demos)),
+        "games": float(demos.games),
+        "accuracy": float(exact.mean()),
+        "bid_accuracy": float(exact[bids].mean()) if bids.any() else float("nan"),
+        "dim_accuracy": float(same[open_].mean()) if open_.any() else float("nan"),
+        "nll": float(-log_prob.mean()),
+        "value_mse": float(F.mse_loss(values.flatten(), returns)),
+    }
