@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from training.checkpoint import history, read_checkpoint
+from training.config import load_config
 
 
 def main() -> None:
@@ -68,10 +69,10 @@ def main() -> None:
         f"- trained: {card['steps']:,} learner steps, {hours:.2f} h wall time on 2 CPU cores (saved {card['saved_at']})",
     ]
     for i, stage in enumerate(card["stages"], 1):
-        lines.append(
-            f"- stage {i}: `revolution train --config {stage['config']}`: {stage['step']:,} steps, "
-            f"{stage['wall_time'] / 3600:.2f} h"
-        )
+        command = f"revolution train --config {stage['config']}"
+        if load_config(stage["config"]).total_steps != stage["step"]:
+            command += f" --total-steps {stage['step']}"  # the run was stopped there, or this is its best step
+        lines.append(f"- stage {i}: `{command}`: {stage['step']:,} steps, {stage['wall_time'] / 3600:.2f} h")
     lines += ["- the last stage's config is in full in the JSON card", ""]
     if args.note:
         lines += [args.note, ""]

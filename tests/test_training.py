@@ -637,3 +637,18 @@ def test_a_run_with_a_teacher_imitates_it_first_through_the_cli(tmp_path):
     proc = train_cli("--config", str(bad), "--out", str(tmp_path / "bad"))
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 2 and "pretrain_teacher: unknown agent spec 'valu'" in log, log
+
+
+def test_ctrl_c_while_imitating_says_there_is_nothing_to_resume(tmp_path):
+    out = tmp_path / "run"
+    config = write_config(tmp_path, n_envs=2, pretrain_teacher="value", pretrain_steps=1_000_000)
+    proc = train_cli("--config", str(config), "--out", str(out))
+    deadline = time.time() + 60
+    while "imitating value" not in (line := proc.stdout.readline()):
+        assert line and time.time() < deadline, "the run never started imitating"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    log, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, log
+    assert "aborted before the first save: nothing to resume, start the run again" in log
+    assert not (out / "state.json").exists()

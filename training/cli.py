@@ -40,6 +40,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
         return 2
 
+    config = None
     try:
         config = load_config(args.config)
         if args.total_steps is not None:
@@ -52,7 +53,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("aborted: the last save is intact (continue with --resume)", file=sys.stderr)
+        from .train import read_state
+
+        out = args.out or (config.out if config is not None else None)
+        if out is not None and read_state(out) is None:  # e.g. stopped while imitating its teacher
+            print("aborted before the first save: nothing to resume, start the run again", file=sys.stderr)
+        else:
+            print("aborted: the last save is intact (continue with --resume)", file=sys.stderr)
         return 130
     best = f", best mean win rate {result.best_win_rate:.2f}" if result.best_win_rate is not None else ""
     if result.interrupted:
