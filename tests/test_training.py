@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -492,7 +493,9 @@ def test_init_from_a_run_folder_takes_its_policy_and_value_network(finished_run,
         saved = MaskablePPO.load(finished_run / json.loads((finished_run / "state.json").read_text())["model"])
         obs = np.random.default_rng(0).random((4, model.observation_space.shape[0]), dtype=np.float32)
         assert not np.allclose(values_of(model.policy, obs), values_of(saved.policy, obs))  # different seeds
+        rng_state = torch.get_rng_state()
         loaded, origin = load_initial_weights(model, config)
+        assert torch.equal(torch.get_rng_state(), rng_state)  # weights only: the run keeps its own seed
         assert "policy and value network" in loaded and origin["path"] == str(finished_run)
         ours, theirs = model.policy.state_dict(), saved.policy.state_dict()
         assert ours.keys() == theirs.keys()
@@ -527,6 +530,7 @@ def test_init_from_a_policy_checkpoint_takes_the_policy_only(finished_run, tmp_p
         ({"init_from": "no/such/run"}, "init_from: no/such/run: no such run folder or checkpoint file"),
         ({"init_from": "{tmp}"}, "not a training run folder"),
         ({"init_from": "{run}/state.json"}, "is not a Revolution! policy checkpoint"),
+        ({"reward": "margin"}, "trained with reward 'win_loss', this config uses 'margin'"),
     ],
 )
 def test_init_from_refuses_what_does_not_fit(finished_run, tmp_path, changes, message):
@@ -550,7 +554,7 @@ def test_init_from_through_the_cli(finished_run, tmp_path):
     assert proc.returncode == 0, log
     assert f"starting from the policy and value network of {finished_run} at step 64" in log
     assert json.loads((out / "state.json").read_text())["step"] == 64  # the count starts again
-    source, ours = read_checkpoint(finished_run / "latest.pt"), read_checkpoint(out / "latest.pt")
+    source, ours = json.loads((finished_run / "state.json").read_text()), read_checkpoint(out / "latest.pt")
     assert ours["origin"] == {
         "path": str(finished_run),
         "step": 64,
@@ -589,14 +593,29 @@ def test_the_teachers_decisions_are_recorded_from_the_learners_seat():
     offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
     assert demos.masks[np.arange(len(demos))[:, None], offsets + demos.actions].all()  # every action is legal
     assert {"bid"} <= set(demos.decisions) <= {"bid", "spy", "apothecary_first", "apothecary_second"}
-    # returns: the game's margin at its last step, discounted by gamma step by step before it
-    r = demos.returns
-    ends = np.flatnonzero(np.r_[~np.isclose(r[:-1], config.gamma * r[1:], rtol=1e-5, atol=0), True])
-    assert len(ends) == demos.games
-    assert np.all(np.abs(demos.returns[ends]) > 0)
+    # games are whole and in order; returns: the game's final reward, discounted by gamma step by step before it
+    assert demos.game[0] == 0 and demos.game[-1] == demos.games - 1 and np.all(np.diff(demos.game) >= 0)
+    same_game = demos.game[:-1] == demos.game[1:]
+    np.testing.assert_allclose(demos.returns[:-1][same_game], config.gamma * demos.returns[1:][same_game], rtol=1e-5)
+    assert np.abs(demos.returns).max() > 0
     again = collect(config, steps=150, seed=4)
     np.testing.assert_array_equal(again.actions, demos.actions)  # reproducible from the seed
     np.testing.assert_array_equal(again.obs, demos.obs)
+    other = collect(config, steps=150, seed=5)
+    assert other.obs.shape != demos.obs.shape or not np.array_equal(other.obs, demos.obs)
+
+
+def test_demonstrations_from_several_processes_are_reproducible_and_distinct():
+    from training.pretrain import collect
+
+    config = imitation_config("value", n_envs=2)
+    demos = collect(config, steps=120, seed=1)
+    again = collect(config, steps=120, seed=1)
+    np.testing.assert_array_equal(again.obs, demos.obs)
+    np.testing.assert_array_equal(again.game, demos.game)
+    # each process played its own games: no two games are the same
+    games = [demos.obs[demos.game == g].tobytes() for g in range(demos.games)]
+    assert demos.games >= 2 and len(set(games)) == demos.games
 
 
 def test_imitation_learns_a_teacher_it_can_represent(tmp_path):
@@ -630,9 +649,10 @@ def test_a_run_with_a_teacher_imitates_it_first_through_the_cli(tmp_path):
     proc = train_cli("--config", str(config), "--out", str(out))
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, log
-    assert "imitated value on" in log and "held-out accuracy" in log
+    imitated = re.search(r"imitated value on .* held-out accuracy .*, (\d+) s", log)
+    assert imitated, log
     state = json.loads((out / "state.json").read_text())
-    assert state["step"] == 64 and state["wall_time"] > 0
+    assert state["step"] == 64 and state["wall_time"] >= int(imitated.group(1)) - 0.5  # imitation time counts
     bad = write_config(tmp_path, n_envs=1, total_steps=64, pretrain_teacher="valu")
     proc = train_cli("--config", str(bad), "--out", str(tmp_path / "bad"))
     log, _ = proc.communicate(timeout=120)
@@ -640,15 +660,25 @@ def test_a_run_with_a_teacher_imitates_it_first_through_the_cli(tmp_path):
 
 
 def test_ctrl_c_while_imitating_says_there_is_nothing_to_resume(tmp_path):
+    import queue
+    import threading
+
     out = tmp_path / "run"
     config = write_config(tmp_path, n_envs=2, pretrain_teacher="value", pretrain_steps=1_000_000)
     proc = train_cli("--config", str(config), "--out", str(out))
-    deadline = time.time() + 60
-    while "imitating value" not in (line := proc.stdout.readline()):
-        assert line and time.time() < deadline, "the run never started imitating"
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    log, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 130, log
-    assert "aborted before the first save: nothing to resume, start the run again" in log
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)
+    reader.start()
+    seen = []
+    try:
+        while not any("imitating value" in line for line in seen):
+            seen.append(lines.get(timeout=60))  # raises queue.Empty if the run never gets there
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 130
+    finally:
+        proc.kill()
+    reader.join(timeout=10)
+    log = "".join(seen) + "".join(lines.queue)
+    assert "aborted before the first save: nothing to resume, start the run again" in log, log
     assert not (out / "state.json").exists()

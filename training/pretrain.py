@@ -11,7 +11,8 @@ demos = collect(config, steps=50_000, seed=0)    # Demonstrations: obs, masks, a
 report = clone(model, demos, config)             # fits model.policy in place; held-out accuracy in the report
 ```
 
-Collection runs in ``n_envs`` processes (the teacher is the slow part) and is reproducible from the seed.
+Collection runs in ``n_envs`` processes (the teacher is the slow part) and is reproducible from the seed and
+``n_envs`` (each process plays its own games, seeded by ``SeedSequence([seed, process])``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Demonstrations:
     actions: np.ndarray  # (N, len(nvec)) int64
     returns: np.ndarray  # (N,) float32: the discounted return from that step to the end of its game
     decisions: np.ndarray  # (N,) str: the decision kind of each step
+    game: np.ndarray  # (N,) int64: which game each step belongs to (0, 1, ... over all processes)
     games: int
 
     def __len__(self) -> int:
@@ -46,11 +48,11 @@ class Demonstrations:
 
     @staticmethod
     def concatenate(parts: list[Demonstrations]) -> Demonstrations:
+        fields = ("obs", "masks", "actions", "returns", "decisions")
+        first_game = np.cumsum([0] + [p.games for p in parts[:-1]])
         return Demonstrations(
-            *(
-                np.concatenate([getattr(p, f) for p in parts])
-                for f in ("obs", "masks", "actions", "returns", "decisions")
-            ),
+            *(np.concatenate([getattr(p, f) for p in parts]) for f in fields),
+            game=np.concatenate([p.game + g for p, g in zip(parts, first_game)]),
             games=sum(p.games for p in parts),
         )
 
@@ -64,23 +66,25 @@ def collect(config: TrainConfig, steps: int, seed: int) -> Demonstrations:
         raise ValueError(f"pretrain_teacher: {exc}") from None
     workers = max(1, min(config.n_envs, steps))
     shares = [steps // workers + (i < steps % workers) for i in range(workers)]
-    jobs = [(config, share, seed * 1000 + i) for i, share in enumerate(shares)]
+    jobs = [(config, share, (seed, i)) for i, share in enumerate(shares)]
     if workers == 1:
         return _collect(*jobs[0])
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
         return Demonstrations.concatenate(pool.starmap(_collect, jobs))
 
 
-def _collect(config: TrainConfig, steps: int, seed: int) -> Demonstrations:
+def _collect(config: TrainConfig, steps: int, key: tuple[int, int]) -> Demonstrations:
     options = config.env_options()
     env = make_selfplay_env(options, None, config.heuristics)
     teacher = load_agent(str(config.pretrain_teacher), **options)
     rows: dict[str, list[Any]] = {"obs": [], "masks": [], "actions": [], "decisions": []}
     returns: list[float] = []
     rewards: list[float] = []
+    lengths: list[int] = []
     games = 0
-    obs, info = env.reset(seed=seed)
-    teacher.reset(seed)
+    seeds = np.random.default_rng(np.random.SeedSequence(key))  # the games' seeds, the teacher's seeds
+    obs, info = env.reset(seed=int(seeds.integers(2**31)))
+    teacher.reset(int(seeds.integers(2**31)))
     while True:
         raw, raw_info = env.learner_view()
         action = np.asarray(teacher.act(raw, raw_info), dtype=np.int64)
@@ -97,17 +101,19 @@ def _collect(config: TrainConfig, steps: int, seed: int) -> Demonstrations:
                 g = r + config.gamma * g
                 tail.append(g)
             returns.extend(reversed(tail))
+            lengths.append(len(rewards))
             rewards = []
             if len(returns) >= steps:
                 break
             obs, info = env.reset()
-            teacher.reset(seed + games)
+            teacher.reset(int(seeds.integers(2**31)))
     return Demonstrations(
         np.asarray(rows["obs"], dtype=np.float32),
         np.asarray(rows["masks"], dtype=bool),
         np.asarray(rows["actions"], dtype=np.int64),
         np.asarray(returns, dtype=np.float32),
         np.asarray(rows["decisions"]),
+        np.repeat(np.arange(games, dtype=np.int64), lengths),
         games,
     )
 

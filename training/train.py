@@ -40,6 +40,7 @@ import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
+from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
 from .checkpoint import (
@@ -145,40 +146,58 @@ def load_initial_weights(model: MaskablePPO, config: TrainConfig) -> tuple[str, 
     ``ValueError`` naming it."""
     source = Path(config.init_from)
     if source.is_dir():
-        state = read_state(source)
-        if state is None or not state.get("model"):
-            raise ValueError(f"init_from: {source}: not a training run folder (no {STATE_FILE} with a saved model)")
-        checkpoint_path = source / LATEST
-    elif source.is_file():
-        checkpoint_path = source
-    else:
+        return _load_run(model, config, source)
+    if not source.is_file():
         raise ValueError(f"init_from: {source}: no such run folder or checkpoint file")
-    checkpoint = read_checkpoint(checkpoint_path)
-    check_compatible(checkpoint, config.env_options(), f"init_from: {checkpoint_path}")
-    origin = {
-        "path": str(config.init_from),
-        "step": int(checkpoint["step"]),
-        "wall_time": float(checkpoint.get("wall_time", 0.0)),
-        "origin": checkpoint.get("origin"),
-    }
-    policy = checkpoint["policy"]
-    if list(policy["hidden"]) != list(config.net_arch) or policy["activation"] != config.activation:
-        raise ValueError(
-            f"init_from: {checkpoint_path}: its network is {policy['hidden']} {policy['activation']}, this config "
-            f"asks for net_arch {list(config.net_arch)} {config.activation}"
-        )
-    if source.is_dir():
-        trained = MaskablePPO.load(source / state["model"], device="cpu")
-        model.policy.load_state_dict(trained.policy.state_dict())
-        return f"policy and value network of {source} at step {checkpoint['step']:,}", origin
+    checkpoint = read_checkpoint(source)
+    _check_source(checkpoint, config, str(source))
     linears = [m for m in model.policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
     linears.append(model.policy.action_net)
-    weights = policy["state_dict"]
+    weights = checkpoint["policy"]["state_dict"]
     with torch.no_grad():
         for i, layer in enumerate(linears):
             layer.weight.copy_(weights[f"layers.{i}.weight"])
             layer.bias.copy_(weights[f"layers.{i}.bias"])
-    return f"policy of {checkpoint_path} at step {checkpoint['step']:,} (the value network starts fresh)", origin
+    origin = _origin(config, checkpoint["step"], checkpoint.get("wall_time", 0.0), checkpoint.get("origin"))
+    return f"policy of {source} at step {checkpoint['step']:,} (the value network starts fresh)", origin
+
+
+def _load_run(model: MaskablePPO, config: TrainConfig, source: Path) -> tuple[str, dict[str, Any]]:
+    """The last save of a run folder: its model zip (policy and value network), described by its state.json."""
+    state = read_state(source)
+    if state is None or not state.get("model"):
+        raise ValueError(f"init_from: {source}: not a training run folder (no {STATE_FILE} with a saved model)")
+    # latest.pt tells the environment the run was trained for (the same for all its saves)
+    _check_source(read_checkpoint(source / LATEST), config, str(source / LATEST))
+    if state["config"].get("reward") != config.reward:
+        raise ValueError(
+            f"init_from: {source}: trained with reward {state['config'].get('reward')!r}, this config uses "
+            f"{config.reward!r} (its value network would predict the wrong returns; start from {source / LATEST} "
+            "to take the policy only)"
+        )
+    try:
+        _, params, _ = load_from_zip_file(source / state["model"], device="cpu")
+    except FileNotFoundError:
+        raise ValueError(
+            f"init_from: {source}: its save {state['model']} is gone (is the run still training?)"
+        ) from None
+    model.policy.load_state_dict(params["policy"])  # weights only: the new run keeps its own seed and optimizer
+    origin = _origin(config, state["step"], state["wall_time"], state.get("origin"))
+    return f"policy and value network of {source} at step {state['step']:,}", origin
+
+
+def _check_source(checkpoint: dict[str, Any], config: TrainConfig, where: str) -> None:
+    check_compatible(checkpoint, config.env_options(), f"init_from: {where}")
+    policy = checkpoint["policy"]
+    if list(policy["hidden"]) != list(config.net_arch) or policy["activation"] != config.activation:
+        raise ValueError(
+            f"init_from: {where}: its network is {policy['hidden']} {policy['activation']}, this config "
+            f"asks for net_arch {list(config.net_arch)} {config.activation}"
+        )
+
+
+def _origin(config: TrainConfig, step: int, wall_time: float, origin: dict[str, Any] | None) -> dict[str, Any]:
+    return {"path": str(config.init_from), "step": int(step), "wall_time": float(wall_time), "origin": origin}
 
 
 def imitate(model: MaskablePPO, config: TrainConfig) -> float:
@@ -396,7 +415,18 @@ def prepare_run(config: TrainConfig, out: str | Path | None, resume: bool) -> tu
         saved = from_dict(state["config"], str(folder / STATE_FILE))
         ignored = [
             k
-            for k in ("players", "n_envs", "n_steps", "learning_rate", "net_arch", "heuristics", "seed")
+            for k in (
+                "players",
+                "n_envs",
+                "n_steps",
+                "learning_rate",
+                "net_arch",
+                "heuristics",
+                "seed",
+                "init_from",
+                "pretrain_teacher",
+                "pretrain_steps",
+            )
             if getattr(saved, k) != getattr(config, k)
         ]
         if ignored:
@@ -419,6 +449,8 @@ def train(
     if state is None:
         atomic_write(out / CONFIG_FILE, lambda fh: fh.write(dump_config(config).encode("utf-8")))
     league = League(out / "league", config.max_snapshots)
+    if state is None:
+        league.rollback(0)  # a new run (perhaps in the folder of one aborted before its first save) starts empty
     run = RunState()
     if state is not None:
         league.rollback(state["step"])
