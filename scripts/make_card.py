@@ -33,6 +33,7 @@ def main() -> None:
 
     path = Path(args.checkpoint)
     ckpt = read_checkpoint(path)
+    stages = history(ckpt)
     evaluations = []
     for i, folder in enumerate(args.results):
         results = json.loads((Path(folder) / "results.json").read_text())
@@ -48,11 +49,11 @@ def main() -> None:
         "env": ckpt["env"],
         "env_options": ckpt["env_options"],
         "layout_hash": ckpt["layout_hash"],
-        "steps": sum(stage["step"] for stage in history(ckpt)),
-        "wall_time_s": round(sum(stage["wall_time"] for stage in history(ckpt))),
+        "steps": sum(stage["step"] for stage in stages),
+        "wall_time_s": round(sum(stage["wall_time"] for stage in stages)),
         "stages": [
             {**stage, "config": config, "wall_time": round(stage["wall_time"])}
-            for stage, config in zip(history(ckpt), _stage_configs(args.config, len(history(ckpt))))
+            for stage, config in zip(stages, _stage_configs(args.config, len(stages)))
         ],
         "saved_at": ckpt.get("saved_at"),
         "config": ckpt.get("config"),

@@ -47,10 +47,16 @@ def _numpy(t: Any) -> np.ndarray:
     return t.detach().cpu().numpy().astype(np.float32) if isinstance(t, torch.Tensor) else np.asarray(t, np.float32)
 
 
+def actor_layers(sb3_policy: Any) -> list[torch.nn.Linear]:
+    """The linear layers of an SB3 ``MlpPolicy``'s actor, input first: its hidden layers, then ``action_net``
+    (``layers.<i>`` of a checkpoint's ``state_dict``)."""
+    linears = [m for m in sb3_policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
+    return [*linears, sb3_policy.action_net]
+
+
 def policy_from_sb3(sb3_policy: Any, activation: str) -> dict[str, Any]:
     """The actor of an SB3 ``MaskableActorCriticPolicy`` (``MlpPolicy``) as a plain dict for a checkpoint."""
-    linears = [m for m in sb3_policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
-    linears.append(sb3_policy.action_net)
+    linears = actor_layers(sb3_policy)
     state = {}
     for i, layer in enumerate(linears):
         state[f"layers.{i}.weight"] = layer.weight.detach().cpu().clone()

@@ -54,7 +54,7 @@ from .checkpoint import (
 from .config import TrainConfig, dump_config, from_dict
 from .distributions import MaskableMultiDiscretePolicy
 from .league import League
-from .policy import policy_from_sb3
+from .policy import actor_layers, policy_from_sb3
 from .pretrain import clone, collect
 from .selfplay import make_selfplay_env
 
@@ -151,11 +151,9 @@ def load_initial_weights(model: MaskablePPO, config: TrainConfig) -> tuple[str, 
         raise ValueError(f"init_from: {source}: no such run folder or checkpoint file")
     checkpoint = read_checkpoint(source)
     _check_source(checkpoint, config, str(source))
-    linears = [m for m in model.policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
-    linears.append(model.policy.action_net)
     weights = checkpoint["policy"]["state_dict"]
     with torch.no_grad():
-        for i, layer in enumerate(linears):
+        for i, layer in enumerate(actor_layers(model.policy)):
             layer.weight.copy_(weights[f"layers.{i}.weight"])
             layer.bias.copy_(weights[f"layers.{i}.bias"])
     origin = _origin(config, checkpoint["step"], checkpoint.get("wall_time", 0.0), checkpoint.get("origin"))
@@ -209,13 +207,14 @@ def imitate(model: MaskablePPO, config: TrainConfig) -> float:
     for key, value in report.items():
         model.logger.record(f"pretrain/{key}", value)
     model.logger.dump(0)
+    elapsed = time.time() - start
     print(
         f"imitated {config.pretrain_teacher} on {len(demos):,} decisions of {demos.games:,} games: held-out accuracy "
         f"{report['accuracy']:.1%} (bids {report['bid_accuracy']:.1%}), value mse {report['value_mse']:.4f}, "
-        f"{time.time() - start:.0f} s",
+        f"{elapsed:.0f} s",
         flush=True,
     )
-    return time.time() - start
+    return elapsed
 
 
 # --- evaluation --------------------------------------------------------------------------------------------------
