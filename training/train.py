@@ -448,11 +448,10 @@ def train(
     if state is None:
         atomic_write(out / CONFIG_FILE, lambda fh: fh.write(dump_config(config).encode("utf-8")))
     league = League(out / "league", config.max_snapshots)
-    if state is None:
-        league.rollback(0)  # a new run (perhaps in the folder of one aborted before its first save) starts empty
+    # the league as of the last save; a new run (perhaps in the folder of one aborted before its first save) empty
+    league.rollback(state["step"] if state is not None else 0)
     run = RunState()
     if state is not None:
-        league.rollback(state["step"])
         run = RunState(
             state["step"],
             state["wall_time"],
