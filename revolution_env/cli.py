@@ -10,34 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine import BID, Rules, RulesError, ScenarioError, dumps_state, export_game, state_dict
-from .engine.components import BoardError
+from .cli_options import add_rule_options, plugin_commands, positive_int, rules_from_args
+from .engine import BID, ScenarioError, dumps_state, export_game, state_dict
 from .engine.game import Game
 from .engine.random_play import random_bids, random_choice
 from .engine.scenario import load_json, run_scenario
-from .text import render
-
-
-def add_rule_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--players", type=int, default=3, help="2 (with the puppet Guy Fawkes), 3 or 4")
-    p.add_argument("--bid-refunds", action="store_true", default=None, help="optional rule: losing bids come back")
-    p.add_argument(
-        "--area-control-bonus", action="store_true", help="optional rule: +10 and protection for a whole area"
-    )
-    p.add_argument("--first-edition", action="store_true", help="the first edition's Card space and deck")
-    p.add_argument("--max-rounds", type=int, default=100, help="truncate the game after this round (D8)")
-    p.add_argument("--board", default="standard", help="a board name or a path to a board JSON file")
-
-
-def rules_from_args(args: argparse.Namespace) -> Rules:
-    return Rules(
-        players=args.players,
-        bid_refunds=args.bid_refunds,
-        area_control_bonus=args.area_control_bonus,
-        first_edition=args.first_edition,
-        max_rounds=args.max_rounds,
-        board=args.board,
-    )
+from .env.text import render
+from .evaluation.cli import add_parser as add_eval_parser
+from .frontends.terminal import add_parser as add_play_parser
+from .frontends.web import add_parser as add_serve_parser
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
@@ -121,22 +102,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="print only the final state")
     p.add_argument("--export", metavar="FILE", help="also save the game as a scenario file that replays it")
     p.set_defaults(func=cmd_random)
-    from .evaluation.cli import add_parser as add_eval_parser
-    from .play import add_parser as add_play_parser
-
     add_eval_parser(sub)
     add_play_parser(sub)
-    try:
-        from training.cli import add_parser as add_train_parser
-    except ImportError:  # the training package is not installed (it ships with the repository)
-        pass
-    else:
-        add_train_parser(sub)
+    add_serve_parser(sub)
+    for add_parser in plugin_commands():
+        add_parser(sub)
 
     p = sub.add_parser("main", help="the README's main job: a short self-play training run, then an evaluation")
     p.add_argument("--out", default="runs/main", help="runs go to OUT/<date-time> (default runs/main)")
-    p.add_argument("--steps", type=int, help="training steps (default: configs/default.yaml's)")
-    p.add_argument("--games", type=int, default=12, help="evaluation games per lineup (default 12)")
+    p.add_argument("--steps", type=positive_int, help="training steps (default: configs/default.yaml's)")
+    p.add_argument("--games", type=positive_int, default=12, help="evaluation games per lineup (default 12)")
     p.add_argument("--seed", type=int, default=0, help="the evaluation's seed")
     p.set_defaults(func=cmd_main)
     return parser
@@ -146,6 +121,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ScenarioError, RulesError, BoardError) as exc:
+    except (ValueError, OSError) as exc:  # every clean error of every subcommand: one line, exit 2
         print(f"error: {exc}", file=sys.stderr)
         return 2

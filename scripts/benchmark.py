@@ -2,6 +2,13 @@
 
     python scripts/benchmark.py                 # 3 players through the AEC API, ~10 s per measurement
     python scripts/benchmark.py --seconds 3 --players 2 3 4 --engine
+    python scripts/benchmark.py --seconds 5 --vector 1 64 1024 4096   # also the single-agent and vector envs
+
+``--vector N ...`` adds, for the first of ``--players``, the scalar single-agent env (the learner plays one seat,
+``random`` opponents the others; one decision of the learner is one step) and ``revolution_env.vector_env`` at each
+batch size N (the same, N games at once; the learner's actions are drawn from the masks in batch, as a policy's
+forward pass would give them): learner steps/s and games/s, the ratio to the scalar single-agent env, and the
+memory of the largest batch in flight (tracemalloc: the arrays of N games after some steps).
 
 Every measurement plays whole games with uniformly random legal moves (sampled from the action mask) for a
 fixed time on one core and reports decisions per second (one agent decision = one AEC step; in goofspiel one
@@ -69,6 +76,102 @@ def engine_random_play(rules):
     return play
 
 
+def single_agent_random_play(players: int, opponents: str = "random"):
+    """The scalar single-agent path: ``gym_env`` where it exists, else training's ``SelfPlayEnv`` (the env
+    ``revolution train`` steps today), with random opponents; the learner samples its mask."""
+    import revolution_env
+    from revolution_env import MaskedMultiDiscrete
+
+    if hasattr(revolution_env, "gym_env"):
+        env = revolution_env.gym_env(players=players, opponents=opponents)
+    else:
+        from training.selfplay import make_selfplay_env
+
+        env = make_selfplay_env({"players": players}, None, [opponents])
+    space = MaskedMultiDiscrete(env.action_space.nvec, seed=0)
+
+    def play(i: int) -> int:
+        env.reset(seed=i + 1000)
+        n, done = 0, False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(space.sample(env.action_masks().astype(np.int8)))
+            n += 1
+            done = terminated or truncated
+        return n
+
+    return play
+
+
+def batched_sampler(env, seed: int = 0):
+    """Uniform legal actions for every game at once, from the masks: a token dimension whose mask allows more than
+    target 0 takes a uniform legal target of its type (the rows of one token type share one legal set), dimension
+    0 a uniform allowed choice where the decision has one."""
+    c = env.codec
+    rng = np.random.default_rng(seed)
+    n = env.num_envs
+    dim_type = np.repeat(np.arange(3), c.n_tokens)
+    targets = [np.flatnonzero(c.layout.legal[:, t]) for t in range(3)]
+    # per token dimension, the legal targets of its type padded to one width, and how many there are
+    width = max(len(t) for t in targets)
+    table = np.stack([np.resize(targets[t], width) for t in dim_type])  # (K, width)
+    count = np.array([len(targets[t]) for t in dim_type])
+
+    # a target that takes every token type (other than 0): a dimension allows it exactly when a held token's is
+    everywhere = int(next(j for j in range(1, c.T) if c.layout.legal[j].all()))
+    dims = np.arange(c.K)[None, :]
+
+    def act() -> np.ndarray:
+        masks = env.action_masks()
+        active = masks[:, c.C + everywhere :: c.T][:, : c.K]  # (n, K)
+        pick = (rng.random((n, c.K)) * count).astype(np.int64)
+        out = np.zeros((n, len(c.nvec)), dtype=np.int64)
+        out[:, 1:] = np.where(active, table[dims, pick], 0)
+        choosing = np.flatnonzero(masks[:, 1 : c.C].any(1))
+        if len(choosing):
+            score = rng.random((len(choosing), c.C)) + masks[choosing, : c.C]
+            out[choosing, 0] = score.argmax(1)
+        return out
+
+    return act
+
+
+def vector_random_play(players: int, num_envs: int, seconds: float, opponents: str = "random") -> dict[str, float]:
+    """``vector_env`` with random opponents; learner actions drawn from the masks in batch."""
+    import revolution_env
+
+    env = revolution_env.vector_env(num_envs, players=players, opponents=opponents, keep_finished=0)
+    env.reset(seed=0)
+    act = batched_sampler(env)
+    for _ in range(3):  # warm-up (numba's compiled loops load from its cache)
+        env.step(act())
+    steps = games = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        _, _, terminated, truncated, _ = env.step(act())
+        steps += num_envs
+        games += int((terminated | truncated).sum())
+    elapsed = time.perf_counter() - start
+    return {"decisions_per_s": steps / elapsed, "games_per_s": games / elapsed, "games": games}
+
+
+def vector_memory(players: int, num_envs: int, steps: int = 30) -> dict[str, float]:
+    """Bytes held by ``num_envs`` games in flight (tracemalloc: after ``steps`` steps, and the peak)."""
+    import tracemalloc
+
+    import revolution_env
+
+    tracemalloc.start()
+    env = revolution_env.vector_env(num_envs, players=players, opponents="random")
+    env.reset(seed=0)
+    act = batched_sampler(env)
+    for _ in range(steps):
+        env.step(act())
+        env.pop_finished()  # the finished games' records are part of what a run holds
+    current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"current_bytes": current, "peak_bytes": peak}
+
+
 def goofspiel_random_play():
     import pyspiel
 
@@ -91,12 +194,48 @@ def goofspiel_random_play():
     return play
 
 
+def default_training(steps: int) -> dict[str, float]:
+    """Train configs/default.yaml (evaluations off) for ``steps`` learner steps in a scratch folder: steps/s."""
+    import tempfile
+    from pathlib import Path
+
+    from training.config import load_config
+    from training.train import train
+
+    config = load_config(Path(__file__).resolve().parent.parent / "configs" / "default.yaml")
+    config = config.replace(total_steps=steps, eval_every=0)
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        result = train(config, out=out)
+        elapsed = time.perf_counter() - start
+    return {"decisions_per_s": result.step / elapsed, "games_per_s": float("nan"), "steps": result.step}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=10.0, help="time per measurement")
     parser.add_argument("--players", type=int, nargs="+", default=[3])
     parser.add_argument("--engine", action="store_true", help="also measure the bare engine (no environment)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument(
+        "--opponents",
+        default="random",
+        help="the opponents of the single-agent and vector envs (random: in batch; a heuristic: per game)",
+    )
+    parser.add_argument(
+        "--vector",
+        type=int,
+        nargs="*",
+        metavar="N",
+        help="also the single-agent env and vector_env at these batch sizes",
+    )
+    parser.add_argument(
+        "--train",
+        type=int,
+        metavar="STEPS",
+        help="also train the default config (configs/default.yaml, no evaluations) for STEPS learner steps and "
+        "report its learner steps/s beside the single-agent env's random play",
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -108,11 +247,19 @@ def main() -> None:
 
     results: dict[str, dict[str, float]] = {}
     for p in args.players:
-        results[f"revolution_v1 AEC, {p} players"] = measure(
+        results[f"revolution_v2 AEC, {p} players"] = measure(
             aec_random_play(lambda p=p: revolution_env.env(players=p)), args.seconds
         )
         if args.engine:
             results[f"revolution engine, {p} players"] = measure(engine_random_play(Rules(players=p)), args.seconds)
+    vector: dict[str, dict[str, float]] = {}
+    if args.vector:
+        p = args.players[0]
+        o = args.opponents
+        vector[f"single-agent env, {p}p, {o}"] = measure(single_agent_random_play(p, o), args.seconds)
+        for n in args.vector:
+            vector[f"vector_env N={n}, {p}p, {o}"] = vector_random_play(p, n, args.seconds, o)
+        results.update(vector)
     results["connect_four_v3 AEC"] = measure(aec_random_play(connect_four_v3.env), args.seconds)
     try:
         results["open_spiel goofspiel"] = measure(goofspiel_random_play(), args.seconds)
@@ -127,6 +274,34 @@ def main() -> None:
         ratio_c4 = r["decisions_per_s"] / c4
         ratio_goof = f"{r['decisions_per_s'] / goof:12.2f}" if goof else f"{'-':>12}"
         print(f"{name:34} {r['decisions_per_s']:12,.0f} {r['games_per_s']:9,.1f}  {ratio_c4:15.2f} {ratio_goof}")
+    if vector:
+        names = list(vector)
+        scalar = vector[names[0]]["decisions_per_s"]
+        print(f"\nlearner steps (one learner decision each; opponents {args.opponents}), ratio to the {names[0]}:")
+        print(f"{'':34} {'steps/s':>12} {'games/s':>9}  {'vs single-agent':>15} {'vs goofspiel':>12}")
+        for name in names:
+            r = vector[name]
+            ratio_goof = f"{r['decisions_per_s'] / goof:12.2f}" if goof else f"{'-':>12}"
+            print(
+                f"{name:34} {r['decisions_per_s']:12,.0f} {r['games_per_s']:9,.1f}  "
+                f"{r['decisions_per_s'] / scalar:15.1f} {ratio_goof}"
+            )
+        largest = max(args.vector)
+        memory = vector_memory(args.players[0], largest)
+        results[f"vector_env N={largest} memory"] = memory
+        print(
+            f"memory of {largest} games in flight (tracemalloc): {memory['current_bytes'] / 2**20:.1f} MiB held, "
+            f"{memory['peak_bytes'] / 2**20:.1f} MiB at the peak of a step"
+        )
+    if args.train:
+        p = 3
+        scalar = vector.get(f"single-agent env, {p}p, random") or measure(single_agent_random_play(p), args.seconds)
+        results["revolution train, configs/default.yaml"] = trained = default_training(args.train)
+        print(
+            f"\nrevolution train on configs/default.yaml ({trained['steps']:,} steps, no evaluations): "
+            f"{trained['decisions_per_s']:,.0f} learner steps/s, {trained['decisions_per_s'] / scalar['decisions_per_s']:.2f}x "
+            f"the single-agent env's random play ({scalar['decisions_per_s']:,.0f} steps/s)"
+        )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(results, fh, indent=2)

@@ -5,7 +5,7 @@
 
 The bots named fill the seats in order; the line-up is rotated game by game so that every bot plays every seat
 equally often. A win is a seat among the game's winners (ties share the win, D7; in two players both lose when
-Guy is not beaten, D13). Games are played through the raw AEC environment, which raises on any illegal action.
+Guy is not beaten, D13). Games are played by the package's GameRunner, which raises on any illegal action.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 import revolution_env
 from revolution_env.agents.base import Agent, RandomAgent
 from revolution_env.agents.heuristics import HEURISTICS
+from revolution_env.agents.runner import GameRunner
 
 
 def make_agent(spec: str, options: dict) -> Agent:
@@ -42,37 +43,35 @@ def make_agent(spec: str, options: dict) -> Agent:
     return agent
 
 
-def play(env, agents: list[Agent], seed: int, timing: dict | None = None) -> dict:
-    """One game; ``agents[seat]`` plays seat ``seat``. Returns the engine's final scores."""
-    env.reset(seed=seed)
-    for i, agent in enumerate(agents):
-        agent.reset(seed * 100 + i)
-    for name in env.agent_iter():
-        obs, _, term, trunc, info = env.last()
-        if term or trunc:
-            env.step(None)
-            continue
-        agent = agents[int(name.split("_")[1])]
+class Timed:
+    """An agent whose decisions are timed into ``timing[name] = [seconds, decisions]``."""
+
+    def __init__(self, agent: Agent, timing: dict) -> None:
+        self.agent, self.timing, self.name = agent, timing, agent.name
+
+    def reset(self, seed: int | None = None) -> None:
+        self.agent.reset(seed)
+
+    def act(self, observation, info):
         start = time.perf_counter()
-        action = agent.act(obs, info)
-        if timing is not None:
-            timing[agent.name][0] += time.perf_counter() - start
-            timing[agent.name][1] += 1
-        env.step(action)
-    game = env.unwrapped.game
-    return {**game.final, "rounds": game.round, "truncated": game.truncated}
+        action = self.agent.act(observation, info)
+        self.timing[self.name][0] += time.perf_counter() - start
+        self.timing[self.name][1] += 1
+        return action
 
 
 def _games(names: list[str], options: dict, seeds: list[int]) -> list[tuple[list[str], dict, dict]]:
-    env = revolution_env.raw_env(**options)
-    n = len(env.possible_agents)
+    n = len(revolution_env.raw_env(**options).possible_agents)
     out = []
     for g in seeds:
         shift = g % n
         lineup = names[shift:] + names[:shift]
         agents = [make_agent(name, options) for name in lineup]
         timing = defaultdict(lambda: [0.0, 0])
-        final = play(env, agents, g, timing)
+        runner = GameRunner([Timed(a, timing) for a in agents], options)
+        runner.play(seed=g)  # the runner's env raises on any illegal action
+        game = runner.game
+        final = {**game.final, "rounds": game.round, "truncated": game.truncated}
         final["fallbacks"] = sum(getattr(a, "fallbacks", 0) for a in agents)
         out.append((lineup, final, dict(timing)))
     return out

@@ -16,6 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
+from revolution_env import ENV_NAME
 from training.checkpoint import history, read_checkpoint
 from training.config import load_config
 
@@ -40,6 +41,7 @@ def main() -> None:
         evaluations.append(
             {
                 "command": args.command[i] if i < len(args.command) else "",
+                "results": str(folder),
                 "config": results["config"],
                 "agents": results["agents"],
             }  # fmt: skip
@@ -47,6 +49,7 @@ def main() -> None:
     card = {
         "checkpoint": path.name,
         "env": ckpt["env"],
+        "evaluated_on": ENV_NAME,
         "env_options": ckpt["env_options"],
         "layout_hash": ckpt["layout_hash"],
         "steps": sum(stage["step"] for stage in stages),
@@ -66,7 +69,7 @@ def main() -> None:
     opts = ", ".join(f"{k}={v}" for k, v in ckpt["env_options"].items())
     hours = card["wall_time_s"] / 3600
     lines += [
-        f"- environment: `{ckpt['env']}` ({opts})",
+        f"- environment: trained on `{ckpt['env']}` ({opts}); every evaluation below holds on `{ENV_NAME}`",
         f"- trained: {card['steps']:,} learner steps, {hours:.2f} h wall time on 2 CPU cores (saved {card['saved_at']})",
     ]
     for i, stage in enumerate(card["stages"], 1):
@@ -80,6 +83,8 @@ def main() -> None:
     for ev in evaluations:
         lines += [
             f"## `{ev['command']}`",
+            "",
+            f"Report: `{ev['results']}/report.md`.",
             "",
             "| agent | games | win rate | 95% CI | mean support | rating |",
             "|---|--:|--:|--:|--:|--:|",

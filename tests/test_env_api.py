@@ -2,7 +2,7 @@
 
 PettingZoo's own test suite (api_test, parallel_api_test, seed_test, render_test) passes for every number of
 players and with each option on; the Parallel API is deterministic over whole games for a given seed; the
-environment is registered as ``revolution_v1``; a bad option is refused with a ValueError that names it.
+environment is registered as ``revolution_v2``; a bad option is refused with a ValueError that names it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from gymnasium.utils.env_checker import data_equivalence
 from pettingzoo.test import api_test, parallel_api_test, render_test, seed_test
 
 import revolution_env
+from revolution_env.engine.game import Decision
+
+NEEDS_REGISTRY = pytest.mark.skipif(not hasattr(pettingzoo, "register"), reason="PettingZoo < 1.27 has no registry")
 
 OPTIONS = [
     {"players": 2},
@@ -121,22 +124,24 @@ def test_reset_without_a_seed_starts_a_fresh_game_that_can_still_be_replayed():
 # --- registration ---------------------------------------------------------------------------------------------
 
 
+@NEEDS_REGISTRY
 def test_pettingzoo_make_builds_the_aec_environment():
-    env = pettingzoo.make("aec", "revolution_v1", players=3)
+    env = pettingzoo.make("aec", "revolution_v2", players=3)
     env.reset(seed=0)
     assert env.possible_agents == ["player_0", "player_1", "player_2"]
     assert isinstance(env.unwrapped, revolution_env.raw_env)
-    assert env.unwrapped.metadata["name"] == "revolution_v1"
+    assert env.unwrapped.metadata["name"] == "revolution_v2"
     observation, *_ = env.last()
     env.step(env.action_space(env.agent_selection).sample(observation["action_mask"]))
 
 
+@NEEDS_REGISTRY
 def test_pettingzoo_make_builds_the_parallel_environment():
-    env = pettingzoo.make("parallel", "revolution_v1", players=2, first_edition=True)
+    env = pettingzoo.make("parallel", "revolution_v2", players=2, first_edition=True)
     observations, infos = env.reset(seed=0)
     assert env.possible_agents == ["player_0", "player_1"]  # the puppet is not an agent
     assert isinstance(env.unwrapped, revolution_env.parallel_env)
-    assert {info["decision"] for info in infos.values()} == {"bid"}
+    assert {info["decision"] for info in infos.values()} == {Decision.BID}
     actions = {a: env.action_space(a).sample(observations[a]["action_mask"]) for a in env.agents}
     env.step(actions)
 

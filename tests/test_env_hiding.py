@@ -16,6 +16,7 @@ from gymnasium.utils.env_checker import data_equivalence
 
 import revolution_env
 from revolution_env import describe_action, observation_layout
+from revolution_env.engine.game import Decision
 
 TOKENS = ("force", "blackmail", "gold")
 
@@ -155,9 +156,9 @@ def check_view(env, agent: str, options: dict) -> None:
         assert view.bids_current == (game.revealed_round == game.round and game.phase != "bidding")
     else:
         assert not view.bids.any() and (view.winners == -2).all()
-    if view.decision not in ("none", "bid"):
+    if view.decision not in (Decision.NONE, Decision.BID):
         assert view.can_decline == game.can_decline()
-    if view.decision == "apothecary_second":
+    if view.decision == Decision.APOTHECARY_SECOND:
         area, seat = game._apothecary_first
         assert view.apothecary_first == (area, relative(game, me, seat))
     else:

@@ -18,10 +18,11 @@ from gymnasium.spaces import MultiDiscrete
 
 import revolution_env
 from revolution_env import IllegalActionError, bid_action, describe_action, flat_mask, split_mask
+from revolution_env.engine.game import Decision
 
 TOKENS = ("force", "blackmail", "gold")
-CUBE_KINDS = ("spy", "apothecary_first", "apothecary_second", "remove")
-ALL_KINDS = ("none", "bid", "guy", *CUBE_KINDS)
+CUBE_KINDS = (Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND, Decision.REMOVE)
+ALL_KINDS = (Decision.NONE, Decision.BID, Decision.GUY, *CUBE_KINDS)
 
 
 def _variants() -> list[dict]:
@@ -64,7 +65,7 @@ def legal_choices(game, me: int, kind: str) -> dict[int, object]:
     out: dict[int, object] = {}
     if game.can_decline():
         out[0] = None
-    if kind == "guy":
+    if kind == Decision.GUY:
         for character, answered, mode in np.argwhere(game.guy_targets()):
             value = 1 + (character * 2 + (0 if answered == me else 1)) * 2 + mode
             out[int(value)] = (int(character), int(answered), int(mode))
@@ -96,13 +97,13 @@ def allowed(mask: np.ndarray, nvec: np.ndarray, dim: int) -> set[int]:
 def last_choice(game, kind: str) -> object:
     """The engine's record of the choice just made (the round's log)."""
     log = game.history[-1]
-    if kind == "guy":
+    if kind == Decision.GUY:
         value = log["guy"][-1]
-    elif kind == "spy":
+    elif kind == Decision.SPY:
         value = log["spy"]
-    elif kind == "apothecary_first":
+    elif kind == Decision.APOTHECARY_FIRST:
         value = None if log["apothecary"] is None else log["apothecary"][0]
-    elif kind == "apothecary_second":
+    elif kind == Decision.APOTHECARY_SECOND:
         value = log["apothecary"][1]
     else:
         value = log["remove"][-1]
@@ -121,7 +122,7 @@ def check_mask(env, agent: str) -> None:
     mask = raw.observe(agent)["action_mask"]
     nvec = raw.action_space(agent).nvec
     assert mask.dtype == np.int8 and mask.shape == (nvec.sum(),)
-    if kind == "bid":
+    if kind == Decision.BID:
         assert allowed(mask, nvec, 0) == {0}, "the choice is masked to 0 during a bid"
         for token, start in enumerate(blocks(game)):
             held = int(game.tokens[me, token])
@@ -129,7 +130,7 @@ def check_mask(env, agent: str) -> None:
                 expected = legal_targets(game, token) if j < held else {0}
                 assert allowed(mask, nvec, start + j) == expected, f"{TOKENS[token]} #{j + 1}, holding {held}"
     else:
-        if kind == "none":
+        if kind == Decision.NONE:
             assert allowed(mask, nvec, 0) == {0}
         else:
             assert allowed(mask, nvec, 0) == set(legal_choices(game, me, kind)), kind
@@ -183,7 +184,7 @@ def play_and_check(options: dict, seed: int, *, deep: bool = True) -> set[str]:
             continue
         seen.add(info["decision"])
         check_mask(env, agent)
-        if deep and info["decision"] not in ("bid", "none"):
+        if deep and info["decision"] not in (Decision.BID, Decision.NONE):
             check_choices_decode(env, agent, rng)
         mask = observation["action_mask"]
         if rng.random() < 0.5:  # (a) the flat form, as PettingZoo and MaskablePPO use it ...
@@ -207,7 +208,7 @@ def test_the_random_games_reach_every_kind_of_decision():
         [dict(players=2, first_edition=True), dict(players=3, first_edition=True)], range(4)
     ):
         seen |= play_and_check(options, 100 + seed, deep=False)
-    assert seen == set(ALL_KINDS) - {"none"}
+    assert seen == set(ALL_KINDS) - {Decision.NONE}
 
 
 def test_non_deciders_of_the_parallel_api_may_only_send_zeros():
@@ -217,7 +218,7 @@ def test_non_deciders_of_the_parallel_api_may_only_send_zeros():
         for agent in env.agents:
             mask = observations[agent]["action_mask"]
             nvec = env.action_space(agent).nvec
-            if infos[agent]["decision"] == "none":
+            if infos[agent]["decision"] == Decision.NONE:
                 assert all(allowed(mask, nvec, d) == {0} for d in range(len(nvec)))
             else:
                 assert mask.sum() > len(nvec)  # something to decide
@@ -258,7 +259,7 @@ def bad_actions(env, agent: str, observation) -> list[tuple[object, str]]:
         ([0.5] * n, "integer"),
         ("bid", "shape"),
     ]
-    if kind == "bid":
+    if kind == Decision.BID:
         wrong = good.copy()
         wrong[1] = 0  # the first Force token on the General, who takes no Force
         out.append((wrong, "force token #1 (dimension 1) may not go to General"))
@@ -268,7 +269,7 @@ def bad_actions(env, agent: str, observation) -> list[tuple[object, str]]:
         unheld = good.copy()
         unheld[2] = 4  # a second Force token, which nobody holds at the start
         out.append((unheld, "dimension 2"))
-        out.append((np.full(n, 99), "'bid'"))
+        out.append((np.full(n, 99), "decision bid:"))
     else:
         mask = observation["action_mask"]
         choices = int(env.action_space(agent).nvec[0])
@@ -279,17 +280,17 @@ def bad_actions(env, agent: str, observation) -> list[tuple[object, str]]:
         tokens = good.copy()
         tokens[5] = 3
         out.append((tokens, "token dimension 5 must be 0 outside bidding"))
-        out.append((-good - 1, kind))
+        out.append((-good - 1, f"decision {kind}:"))
     return out
 
 
 @pytest.mark.parametrize(
     ("options", "kinds"),
     [
-        (dict(players=3), ("bid",)),
-        (dict(players=3), ("spy", "apothecary_first", "apothecary_second")),
-        (dict(players=2), ("guy",)),
-        (dict(players=3, first_edition=True), ("remove",)),
+        (dict(players=3), (Decision.BID,)),
+        (dict(players=3), (Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND)),
+        (dict(players=2), (Decision.GUY,)),
+        (dict(players=3, first_edition=True), (Decision.REMOVE,)),
     ],
 )
 def test_an_action_that_breaks_the_mask_raises_on_the_raw_env(options, kinds):
@@ -304,14 +305,18 @@ def test_an_action_that_breaks_the_mask_raises_on_the_raw_env(options, kinds):
         message = str(err.value)
         assert agent in message and words in message, message
         if isinstance(action, np.ndarray) and action.dtype == np.int64 and action.shape == good_shape:
-            assert kind in message  # the decision is named
+            assert str(kind) in message  # the decision is named
         assert env.state_dict() == before and env.agent_selection == agent, "a refused action changes nothing"
     env.step(legal_action(env, agent, observation))  # the env still plays on
 
 
 @pytest.mark.parametrize(
     ("options", "kinds"),
-    [(dict(players=4), ("bid",)), (dict(players=3), ("spy", "apothecary_first")), (dict(players=2), ("guy",))],
+    [
+        (dict(players=4), (Decision.BID,)),
+        (dict(players=3), (Decision.SPY, Decision.APOTHECARY_FIRST)),
+        (dict(players=2), (Decision.GUY,)),
+    ],
 )
 def test_an_action_that_breaks_the_mask_ends_the_wrapped_game_with_minus_one(options, kinds):
     env = revolution_env.env(**options)
@@ -351,7 +356,7 @@ def test_a_bid_built_from_counts_is_the_bid_the_game_receives(options):
     rounds = 0
     while not env.game.over and rounds < 8:
         placed = {}
-        while env.infos[env.agent_selection]["decision"] == "bid":
+        while env.infos[env.agent_selection]["decision"] == Decision.BID:
             agent = env.agent_selection
             seat = env.possible_agents.index(agent)
             placed[seat] = random_counts(env.game, seat, rng)
@@ -363,7 +368,7 @@ def test_a_bid_built_from_counts_is_the_bid_the_game_receives(options):
         rounds += 1
         for seat, counts in placed.items():
             assert np.array_equal(env.game.revealed[seat], counts)  # revealed as placed, before cleaning
-        while not env.game.over and env.infos[env.agent_selection]["decision"] != "bid":
+        while not env.game.over and env.infos[env.agent_selection]["decision"] != Decision.BID:
             observation = env.observe(env.agent_selection)
             env.step(env.action_space(env.agent_selection).sample(observation["action_mask"]))
     assert rounds >= 3
@@ -392,16 +397,16 @@ def check_description(env, agent: str, action: np.ndarray) -> str:
     game, kind = raw.game, raw.infos[agent]["decision"]
     me = raw.possible_agents.index(agent)
     text = describe_action(env, agent, action)
-    if kind == "none":
+    if kind == Decision.NONE:
         assert text == "none"
         return kind
     assert text.startswith(f"{kind}: "), text
-    if kind == "bid":
+    if kind == Decision.BID:
         return kind
     choice = legal_choices(game, me, kind)[int(action[0])]
     if choice is None:
-        assert text == f"{kind}: {'pass' if kind == 'guy' else 'decline'}"
-    elif kind == "guy":
+        assert text == f"{kind}: {'pass' if kind == Decision.GUY else 'decline'}"
+    elif kind == Decision.GUY:
         character, answered, mode = choice
         target = game.layout.target_names[character]
         assert text == f"guy: {('tie', 'beat')[mode]} {seat_name(game, answered)}'s bid on {target}"
@@ -424,7 +429,7 @@ def test_describe_action_writes_every_kind_of_decision():
             action = env.action_space(agent).sample(observation["action_mask"])
             seen.add(check_description(env, agent, action))
             for other in env.possible_agents:  # the others have nothing to decide in the AEC order
-                if other != agent and env.infos[other]["decision"] == "none":
+                if other != agent and env.infos[other]["decision"] == Decision.NONE:
                     seen.add(check_description(env, other, np.zeros_like(action)))
             env.step(action)
     assert seen == set(ALL_KINDS)

@@ -18,6 +18,7 @@ import pytest
 
 import revolution_env
 from revolution_env.engine import export_game, run_scenario, state_dict
+from revolution_env.engine.game import Decision
 
 
 def _variants() -> list[dict]:
@@ -109,7 +110,7 @@ def test_a_game_stopped_between_decisions_replays_its_full_rounds(options):
     round_start, mid_round = env.state_dict(), 0
     while env.game.round <= 5 and not env.game.over:
         agent = env.agent_selection
-        if agent != "player_0" or env.infos[agent]["decision"] != "bid":  # some decisions of the round made
+        if agent != "player_0" or env.infos[agent]["decision"] != Decision.BID:  # some decisions of the round made
             assert replayed(env.game) == round_start
             mid_round += 1
         round_now = env.game.round
@@ -223,5 +224,5 @@ def test_no_step_after_the_end_of_a_parallel_game():
     env = revolution_env.parallel_env(players=3, max_rounds=1)
     play_parallel(env, 0)
     assert env.agents == []
-    with pytest.raises(ValueError, match="actions"):
+    with pytest.raises(RuntimeError, match="the game is over"):
         env.step({"player_0": np.zeros(len(env.action_space("player_0").nvec), dtype=np.int64)})

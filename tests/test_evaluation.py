@@ -6,7 +6,7 @@ import collections
 import json
 import subprocess
 import sys
-import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +27,8 @@ from revolution_env.evaluation import (
 from revolution_env.evaluation.cli import main
 from revolution_env.evaluation.report import write_atomic
 from revolution_env.evaluation.runner import game_seed, lineup_tasks, pool_lineups, seat_orders
+
+SHIPPED_3P = Path(__file__).resolve().parent.parent / "checkpoints" / "three_players.pt"
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -215,28 +217,25 @@ def test_load_agent_knows_random_and_rejects_the_unknown():
         load_agent("nobody", players=3)
 
 
-def test_a_checkpoint_needs_the_training_package(tmp_path, monkeypatch):
-    path = tmp_path / "policy.pt"
-    path.write_bytes(b"")
-    monkeypatch.setitem(sys.modules, "training.policy", None)  # whatever the training package has by now
-    with pytest.raises(ValueError, match="training package"):
-        load_agent(str(path), players=3)
-    with pytest.raises(ValueError, match="no such file"):
-        load_agent(str(tmp_path / "missing.zip"), players=3)
+def test_a_checkpoint_is_loaded_without_the_training_package(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "training", None)  # loading a bot never needs the training package
+    monkeypatch.setitem(sys.modules, "training.policy", None)
+    agent = load_agent(str(SHIPPED_3P), players=3)
+    assert agent.name == str(SHIPPED_3P)
+    with pytest.raises(ValueError, match="no such checkpoint file"):
+        load_agent(str(tmp_path / "missing.pt"), players=3)
+    with pytest.raises(ValueError, match="is a folder"):
+        load_agent(str(tmp_path), players=3)
+    empty = tmp_path / "policy.pt"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="not a Revolution! policy checkpoint"):
+        load_agent(str(empty), players=3)
 
 
-def test_a_checkpoint_goes_to_the_training_package_loader(tmp_path, monkeypatch):
-    path = tmp_path / "policy.zip"
-    path.write_bytes(b"")
-    seen = {}
-
-    def load_policy_agent(p, **options):
-        seen.update(path=p, options=options)
-        return RandomAgent(**options)
-
-    monkeypatch.setitem(sys.modules, "training.policy", types.SimpleNamespace(load_policy_agent=load_policy_agent))
-    assert isinstance(load_agent(str(path), players=2), RandomAgent)
-    assert seen == {"path": str(path), "options": {"players": 2}}
+def test_a_checkpoint_without_torch_says_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ValueError, match=r"needs torch: pip install -e '\.\[torch\]'"):
+        load_agent(str(SHIPPED_3P), players=3)
 
 
 # --- outputs -----------------------------------------------------------------------------------------------
@@ -384,3 +383,68 @@ def test_wilson_interval_is_exact_at_zero_and_all_wins_and_holds_the_rate():
         for k in range(0, n + 1, max(1, n // 10)):
             low, high = wilson_interval(k, n)
             assert low <= k / n <= high
+
+
+# --- gauntlet ----------------------------------------------------------------------------------------------
+
+
+def test_gauntlet_tables_are_every_multiset_of_opponents():
+    from revolution_env.evaluation.runner import gauntlet_tables
+
+    assert gauntlet_tables(["a", "b", "c"], 2) == [("a",), ("b",), ("c",)]
+    assert len(gauntlet_tables(["a", "b", "c"], 3)) == 6  # aa ab ac bb bc cc
+    assert len(gauntlet_tables(["a", "b", "c"], 4)) == 10
+    assert ("a", "a", "a") in gauntlet_tables(["a", "b", "c"], 4)
+
+
+def test_a_gauntlet_reports_every_table_and_its_worst(tmp_path):
+    from revolution_env.evaluation import evaluate_gauntlet
+    from revolution_env.evaluation.report import write_all
+
+    ev = evaluate_gauntlet("value", ["random", "area"], 3, games=6, seed=1, workers=1, progress=False)
+    g = ev.gauntlet
+    assert [t["opponents"] for t in g["tables"]] == [["random", "random"], ["random", "area"], ["area", "area"]]
+    assert all(t["games"] == 6 for t in g["tables"]) and len(ev.results) == 18
+    for t, start in zip(g["tables"], (0, 6, 12)):  # each table's win rate is the agent's share of its own games
+        part = ev.results[start : start + 6]
+        assert t["win_rate"] == sum(r.win_share(r.agents.index("value")) for r in part) / 6
+        assert t["win_rate_ci95"][0] <= t["win_rate"] <= t["win_rate_ci95"][1]
+    assert g["worst"] == min(g["tables"], key=lambda t: t["win_rate"])
+    again = evaluate_gauntlet("value", ["random", "area"], 3, games=6, seed=1, workers=2, progress=False)
+    assert again.gauntlet == g  # the seed decides, not the workers
+    written = {p.name for p in write_all(ev, tmp_path)}
+    assert {"gauntlet.png", "report.md", "results.json"} <= written
+    assert "## Gauntlet" in (tmp_path / "report.md").read_text()
+    assert json.loads((tmp_path / "results.json").read_text())["gauntlet"]["worst"] == g["worst"]
+
+
+def test_gauntlet_on_the_command_line(tmp_path):
+    assert main(["--players", "2", "--gauntlet", "random", "--opponents", "random", "area", "--games", "2",
+                 "--workers", "1", "--quiet", "--out", str(tmp_path)]) == 0  # fmt: skip
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert [t["opponents"] for t in data["gauntlet"]["tables"]] == [["random#2"], ["area"]]
+    assert main(["--players", "2", "--gauntlet", "random", "--agents", "random", "random"]) == 2
+    assert main(["--players", "2", "--gauntlet", "random", "--opponents", "area", "area"]) == 2
+
+
+def test_a_ray_evaluation_gives_the_local_results():
+    pytest.importorskip("ray")
+    from revolution_env.evaluation import evaluate_gauntlet
+
+    local = evaluate_gauntlet("value", ["random", "area"], 2, games=4, seed=3, workers=1, progress=False)
+    on_ray = evaluate_gauntlet("value", ["random", "area"], 2, games=4, seed=3, workers=2, progress=False,
+                               ray_address="")  # fmt: skip
+    assert [r.to_dict() for r in on_ray.results] == [r.to_dict() for r in local.results]
+    assert on_ray.to_dict() == local.to_dict()
+
+
+def test_the_table_is_printed_in_full_when_not_on_a_terminal():
+    out = subprocess.run(
+        [sys.executable, "-m", "revolution_env", "eval", "--players", "3", "--pool", "value", "random", "area",
+         "bargain", "--games", "1", "--workers", "1"],
+        capture_output=True, text=True, env={**__import__("os").environ, "COLUMNS": "40"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "…" not in out.stdout
+    assert "| agent | games | win rate | 95% CI | mean support | mean margin | rating (mu ± sigma) |" in out.stdout
+    assert "head to head" in out.stdout

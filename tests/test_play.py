@@ -18,16 +18,17 @@ import numpy as np
 import pytest
 
 import revolution_env
-from revolution_env.play import Session, add_parser, check_bid, normalize_bid, parse_human_bid, play_game
+from revolution_env.engine.game import Decision
+from revolution_env.frontends.terminal import Session, add_parser, check_bid, normalize_bid, parse_human_bid, play_game
 
 OPTION = re.compile(r"^  (\d+)\) (.*)$", re.M)
 HOLD = re.compile(r"you hold ([^;]*);")
 HEADERS = {
-    "Spy (": "spy",
-    "Apothecary (": "apothecary_first",
-    "Apothecary: swap": "apothecary_second",
-    "You drew 'Remove": "remove",
-    "Scheming: you place": "guy",
+    "Spy (": Decision.SPY,
+    "Apothecary (": Decision.APOTHECARY_FIRST,
+    "Apothecary: swap": Decision.APOTHECARY_SECOND,
+    "You drew 'Remove": Decision.REMOVE,
+    "Scheming: you place": Decision.GUY,
 }
 
 
@@ -112,13 +113,13 @@ def test_the_number_typed_is_the_cube_the_spy_and_the_apothecary_take():
     result, person, _ = play({"players": 3}, seat=1, seed=3, gold=("spy", "apothecary"), blackmail="apothecary")
     history = result.game.history
     kinds = {kind for _, kind, _ in person.picks}
-    assert {"spy", "apothecary_first", "apothecary_second"} <= kinds
+    assert {Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND} <= kinds
     for round_, kind, text in person.picks:
         record = history[round_ - 1]
-        if kind == "spy":
+        if kind == Decision.SPY:
             assert text == cube_text(result.game, record["spy"])
         else:
-            assert text == cube_text(result.game, record["apothecary"][kind == "apothecary_second"])
+            assert text == cube_text(result.game, record["apothecary"][kind == Decision.APOTHECARY_SECOND])
 
 
 def test_a_two_player_game_where_the_person_also_places_guys_bids():
@@ -126,7 +127,7 @@ def test_a_two_player_game_where_the_person_also_places_guys_bids():
     game = result.game
     assert result.ended in ("over", "truncated") and result.final is not None
     check_bids_played(result, person, seat=0)
-    guy_picks = [(r, t) for r, kind, t in person.picks if kind == "guy"]
+    guy_picks = [(r, t) for r, kind, t in person.picks if kind == Decision.GUY]
     assert guy_picks, "the person never placed a bid for Guy"
     words = ("tie", "beat")
     for round_, picked in guy_picks:
@@ -139,7 +140,7 @@ def test_a_two_player_game_where_the_person_also_places_guys_bids():
 def test_a_first_edition_game_where_the_person_draws_remove_cards():
     result, person, _ = play({"players": 3, "first_edition": True}, seat=0, seed=1, gold=("card",))
     assert result.final is not None
-    removes = [(r, t) for r, kind, t in person.picks if kind == "remove"]
+    removes = [(r, t) for r, kind, t in person.picks if kind == Decision.REMOVE]
     assert removes
     for round_, text in removes:
         assert text in [cube_text(result.game, c) for c in result.game.history[round_ - 1]["remove"]]
@@ -246,14 +247,15 @@ def test_tokens_past_the_sixth_character_are_a_warning_not_an_error():
 
 
 def test_a_warned_bid_is_placed_only_when_confirmed():
-    env = revolution_env.env(players=3)
-    env.reset(seed=0)
-    env.unwrapped.game.tokens[0] = (0, 0, 7)
-    mask = env.observe("player_0")["action_mask"]
     seven = ", ".join(f"1 gold {name}" for name in ("priest", "aristo", "merch", "printer", "rogue", "spy", "apoth"))
     answers = iter([seven, "n", seven, "y"])
     out = io.StringIO()
-    session = Session(env, "player_0", {}, lambda prompt: out.write(prompt) and next(answers), out, ["P0", "P1", "P2"])
+    read = lambda prompt: out.write(prompt) and next(answers)  # noqa: E731
+    session = Session("player_0", {}, read, out, {"players": 3}, names=["P0", "P1", "P2"])
+    session.runner.reset(0)
+    env = session.env
+    env.unwrapped.game.tokens[0] = (0, 0, 7)
+    mask = env.observe("player_0")["action_mask"]
     action = session.human_bid(mask)
     assert out.getvalue().count("your tokens on Apothecary go to the bank. Bid anyway? [y/N] ") == 2
     codec = env.unwrapped.core.codec
@@ -264,7 +266,7 @@ def test_a_warned_bid_is_placed_only_when_confirmed():
 
 
 def run_play(*args: str, stdin: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "revolution_env.play", *args]
+    cmd = [sys.executable, "-m", "revolution_env.frontends.terminal", *args]
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=60)
 
 

@@ -16,9 +16,10 @@ from matplotlib.figure import Figure
 
 import revolution_env
 from revolution_env.engine import Game, Rules, random_bids
+from revolution_env.engine.game import Decision
 from revolution_env.engine.random_play import play_random
 from revolution_env.env import picture
-from revolution_env.text import layout_seat_names, tokens_text
+from revolution_env.env.text import layout_seat_names, tokens_text
 
 VARIANTS = [(2, False), (3, False), (4, False), (2, True), (3, True), (4, True)]
 SHAPE = (picture.HEIGHT, picture.WIDTH, 3)
@@ -46,7 +47,7 @@ def after_first_round(players: int = 3, seed: int = 0, **rules) -> Game:
     game = Game.new(Rules(players=players, **rules), seed=seed)
     rng = np.random.default_rng(seed)
     while game.round == 1 and game.decision is not None:
-        if game.decision.kind == "bid":
+        if game.decision.kind == Decision.BID:
             game.submit_bids(random_bids(game, rng))
         else:
             game.choose(None if game.can_decline() else _first_option(game))
@@ -54,7 +55,7 @@ def after_first_round(players: int = 3, seed: int = 0, **rules) -> Game:
 
 
 def _first_option(game: Game) -> tuple[int, ...]:
-    options = game.guy_targets() if game.decision.kind == "guy" else game.cube_targets()
+    options = game.guy_targets() if game.decision.kind == Decision.GUY else game.cube_targets()
     return tuple(int(v) for v in np.argwhere(options)[0])
 
 

@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 
 import revolution_env
+from revolution_env.agents.runner import GameRunner
+from revolution_env.engine.game import Decision
 from training.checkpoint import history, read_checkpoint
 
 CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
-SHIPPED = {"three_players.pt": {"bid", "spy", "apothecary_first", "apothecary_second"},
-           "two_players.pt": {"bid", "guy", "spy", "apothecary_first", "apothecary_second"}}  # fmt: skip
+SHIPPED = {"three_players.pt": {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
+           "two_players.pt": {Decision.BID, Decision.GUY, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND}}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
@@ -26,21 +28,25 @@ def test_shipped_bot_plays_every_decision_legally(name: str) -> None:
     bot = revolution_env.load_agent(str(path), **options)
     rand = revolution_env.load_agent("random", **options)
     seen: set[str] = set()
-    for game in range(12):
-        env = revolution_env.raw_env(**options)  # the raw env raises on any illegal action
-        env.reset(seed=game)
-        bot.reset(game)
-        rand.reset(game)
-        for agent in env.agent_iter():
-            obs, _, term, trunc, info = env.last()
-            if term or trunc:
-                env.step(None)
-                continue
-            # random bidders bring about every decision; the bot answers all of them and bids for seat 0
-            by_bot = info["decision"] != "bid" or agent == "player_0"
+
+    class Seat:
+        """Random bidders bring about every decision; the bot answers all of them and bids for seat 0."""
+
+        def __init__(self, seat: int) -> None:
+            self.seat, self.name = seat, f"seat {seat}"
+
+        def reset(self, seed=None) -> None:
+            bot.reset(seed) if self.seat == 0 else rand.reset(seed)
+
+        def act(self, obs, info):
+            by_bot = info["decision"] != Decision.BID or self.seat == 0
             if by_bot:
                 seen.add(info["decision"])
-            env.step((bot if by_bot else rand).act(obs, info))
+            return (bot if by_bot else rand).act(obs, info)
+
+    runner = GameRunner([Seat(i) for i in range(options["players"])], options)  # raises on any illegal action
+    for game in range(12):
+        runner.play(seed=game)
     assert SHIPPED[name] <= seen, f"decisions never met: {SHIPPED[name] - seen}"
 
 

@@ -26,6 +26,8 @@ import yaml
 import revolution_env
 from revolution_env.agents.heuristics import ValueBot
 from revolution_env.agents.loading import load_agent
+from revolution_env.agents.runner import GameRunner
+from revolution_env.engine.game import Decision
 from training.checkpoint import (
     FORMAT,
     FORMAT_VERSION,
@@ -96,14 +98,15 @@ def untrained_checkpoint(tmp_path: Path, **env_options) -> Path:
 def test_shipped_configs_load(path):
     config = load_config(path)
     assert config.p_latest + config.p_past + config.p_heuristics == pytest.approx(1.0)
-    if config.init_from:  # a later stage starts from the run of an earlier stage's config
-        assert config.init_from in {load_config(p).out for p in (ROOT / "configs").glob("*.yaml")}
+    if config.init_from:  # a later stage starts from the run of an earlier stage's config, or from a shipped bot
+        runs = {load_config(p).out for p in (ROOT / "configs").glob("*.yaml")}
+        assert config.init_from in runs or (ROOT / config.init_from).is_file()
 
 
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("n_envs: two", "n_envs: expected a positive integer, got 'two'"),
+        ("n_envs: two", "n_envs: expected a positive integer up to 1e+12, got 'two'"),
         ("n_env: 2", "n_env: unknown option"),
         ("players: 5", "players: expected one of 2, 3, 4, got 5"),
         ("p_latest: 0.9", "p_latest, p_past, p_heuristics: expected to sum to 1"),
@@ -248,7 +251,7 @@ def test_a_checkpoint_records_what_it_was_trained_for(tmp_path):
     path = untrained_checkpoint(tmp_path, players=3)
     data = torch.load(path, weights_only=True)
     assert data["format"] == FORMAT and data["format_version"] == FORMAT_VERSION
-    assert data["env"] == "revolution_v1"
+    assert data["env"] == "revolution_v2"
     assert data["env_options"] == {
         "players": 3,
         "bid_refunds": False,
@@ -306,31 +309,29 @@ def test_corrupt_and_foreign_files_are_not_checkpoints(tmp_path):
 @pytest.mark.parametrize(
     "options, kinds",
     [
-        ({"players": 2}, {"bid", "guy", "spy", "apothecary_first", "apothecary_second"}),
-        ({"players": 3, "first_edition": True}, {"bid", "remove", "spy", "apothecary_first", "apothecary_second"}),
-        ({"players": 4}, {"bid", "spy", "apothecary_first", "apothecary_second"}),
+        (
+            {"players": 2},
+            {Decision.BID, Decision.GUY, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
+        ),
+        (
+            {"players": 3, "first_edition": True},
+            {Decision.BID, Decision.REMOVE, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
+        ),
+        ({"players": 4}, {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND}),
     ],
 )
 def test_a_checkpoint_plays_legal_moves_in_every_decision(tmp_path, options, kinds):
-    """Whole games through the raw env, which raises on any illegal action; greedy and sampling agents."""
+    """Whole games through the runner, which raises on any illegal action; greedy and sampling agents."""
     path = str(untrained_checkpoint(tmp_path, **options))
     players = options["players"]
     agents = [load_agent(path, **options)] + [
         load_policy_agent(path, deterministic=False, **options) for _ in range(players - 1)
     ]
     seen = Counter()
+    runner = GameRunner(agents, options)
     for seed in range(6):
-        env = revolution_env.raw_env(**options)
-        env.reset(seed=seed)
-        for i, agent in enumerate(agents):
-            agent.reset(seed * 10 + i)
-        for name in env.agent_iter():
-            obs, _, terminated, truncated, info = env.last()
-            if terminated or truncated:
-                break
-            seen[info["decision"]] += 1
-            env.step(agents[int(name.split("_")[1])].act(obs, info))
-        assert env.game.final is not None
+        runner.play(seed, on_step=lambda env, name, obs, info, action: seen.update([info["decision"]]))
+        assert runner.game.final is not None
     assert kinds <= set(seen), seen
 
 
@@ -592,7 +593,11 @@ def test_the_teachers_decisions_are_recorded_from_the_learners_seat():
     nvec = revolution_env.raw_env(players=3).action_space("player_0").nvec
     offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
     assert demos.masks[np.arange(len(demos))[:, None], offsets + demos.actions].all()  # every action is legal
-    assert {"bid"} <= set(demos.decisions) <= {"bid", "spy", "apothecary_first", "apothecary_second"}
+    assert (
+        {Decision.BID}
+        <= set(demos.decisions)
+        <= {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND}
+    )
     # games are whole and in order; returns: the game's final reward, discounted by gamma step by step before it
     assert demos.game[0] == 0 and demos.game[-1] == demos.games - 1 and np.all(np.diff(demos.game) >= 0)
     same_game = demos.game[:-1] == demos.game[1:]
@@ -656,7 +661,7 @@ def test_a_run_with_a_teacher_imitates_it_first_through_the_cli(tmp_path):
     bad = write_config(tmp_path, n_envs=1, total_steps=64, pretrain_teacher="valu")
     proc = train_cli("--config", str(bad), "--out", str(tmp_path / "bad"))
     log, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 2 and "pretrain_teacher: unknown agent spec 'valu'" in log, log
+    assert proc.returncode == 2 and "pretrain_teacher: expected an agent spec" in log and "got 'valu'" in log, log
 
 
 def test_ctrl_c_while_imitating_says_there_is_nothing_to_resume(tmp_path):
@@ -682,3 +687,40 @@ def test_ctrl_c_while_imitating_says_there_is_nothing_to_resume(tmp_path):
     log = "".join(seen) + "".join(lines.queue)
     assert "aborted before the first save: nothing to resume, start the run again" in log, log
     assert not (out / "state.json").exists()
+
+
+def test_the_env_backend_is_the_batched_engine_but_for_the_first_edition():
+    from training.config import TrainConfig
+
+    assert TrainConfig().backend() == "vector"
+    assert TrainConfig(first_edition=True).backend() == "subprocess"
+    assert TrainConfig(env_backend="subprocess").backend() == "subprocess"
+    with pytest.raises(ValueError, match="env_backend: the batched engine does not play the first edition"):
+        TrainConfig(first_edition=True, env_backend="vector")
+    with pytest.raises(ValueError, match="env_backend: expected one of auto, vector, subprocess"):
+        TrainConfig(env_backend="gpu")
+
+
+def test_the_vector_backend_reports_who_the_learner_played(tmp_path):
+    from training.train import make_vec_env
+
+    config = load_config(write_config(tmp_path, n_envs=8, heuristics=["random", "area"]))
+    venv = make_vec_env(config, tmp_path / "league")
+    venv.seed(0)
+    venv.reset()
+    ended = []
+    while len(ended) < 8:
+        masks = np.stack(venv.env_method("action_masks"))
+        actions = np.stack([_masked_sample(m, venv.action_space.nvec) for m in masks])
+        _, _, dones, infos = venv.step(actions)
+        ended += [infos[i] for i in np.flatnonzero(dones)]
+    for info in ended:
+        assert len(info["opponents"]) == 2 and set(info["opponents"]) <= {"random", "area"}
+        assert "episode" in info and isinstance(info["won"], bool)
+    venv.close()
+
+
+def _masked_sample(mask: np.ndarray, nvec: np.ndarray) -> np.ndarray:
+    from revolution_env import MaskedMultiDiscrete
+
+    return MaskedMultiDiscrete(nvec).sample(mask.astype(np.int8))

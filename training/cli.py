@@ -69,8 +69,76 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``exploit`` subcommand (approximate exploitability, ``training.exploit``)."""
+    p = subparsers.add_parser(
+        "exploit",
+        help="train a best response against a frozen agent: its win rate is the agent's approximate exploitability",
+        description="Train a fresh policy against AGENT (a checkpoint or a heuristic) in every other seat and "
+        "report its win rate over training and at the end, with 95%% intervals (see training/exploit.py).",
+    )
+    p.add_argument("agent", metavar="AGENT", help="a checkpoint (.pt) or a heuristic's name (value, bargain, ...)")
+    p.add_argument("--players", type=int, help="players (a checkpoint's own by default; else 3)")
+    p.add_argument("--steps", type=_positive, default=200_000, help="learner steps of the best response")
+    p.add_argument("--out", help="the run folder (default runs/exploit/<agent>); an existing one is resumed")
+    p.add_argument("--seed", type=_non_negative, default=0)
+    p.add_argument("--eval-games", type=_positive, default=60, help="games per evaluation during training")
+    p.add_argument("--final-games", type=_positive, default=600, help="fresh games of the best checkpoint at the end")
+    p.add_argument("--n-envs", type=_positive, default=2, help="parallel environments of the training")
+    p.add_argument("--reward", choices=("win_loss", "margin"), default="win_loss")
+    p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", help="play the final games on Ray")
+    p.set_defaults(func=cmd_exploit)
+    return p
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text}")
+    return value
+
+
+def cmd_exploit(args: argparse.Namespace) -> int:
+    try:
+        from .exploit import exploit
+    except ModuleNotFoundError as exc:
+        print(f"error: exploit needs the `train` extra ({exc.name} is missing): pip install -e '.[train]'",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        result = exploit(
+            args.agent, args.players, args.steps, args.out, args.seed, args.eval_games, args.final_games,
+            args.ray, progress=sys.stderr.isatty(), n_envs=args.n_envs, reward=args.reward,
+        )  # fmt: skip
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("aborted: the last save is intact (run the same command again to continue)", file=sys.stderr)
+        return 130
+    print("| step | games | best response win rate | 95% CI |\n|--:|--:|--:|--:|")
+    for c in result.curve:
+        print(f"| {c['step']:,} | {c['games']} | {c['win_rate']:.3f} | "
+              f"[{c['win_rate_ci95'][0]:.3f}, {c['win_rate_ci95'][1]:.3f}] |")  # fmt: skip
+    f = result.final
+    lo, hi = f["win_rate_ci95"]
+    print(f"\napproximate exploitability of {result.target} ({result.players} players, {result.steps:,} steps): "
+          f"the best response wins {f['win_rate']:.3f} [{lo:.3f}, {hi:.3f}] of {f['games']} fresh games "
+          f"(chance {1 / result.players:.3f}); written: {result.out / 'exploit.json'}, {result.out / 'exploit.png'}")  # fmt: skip
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training", description="Self-play training for Revolution!")
-    add_parser(parser.add_subparsers(dest="command", required=True))
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    add_exploit_parser(sub)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,12 @@ class TrainConfig:
     total_steps: int = 200_000
     """Learner steps to train for in all (a resumed run continues to this count)."""
     n_envs: int = 2
-    """Parallel self-play environments (subprocesses; one runs in the main process)."""
+    """Parallel self-play games: the games of one batched vector env (``env_backend: vector``) or subprocesses
+    (``subprocess``; one runs in the main process)."""
+    env_backend: str = "auto"
+    """``vector``: the batched engine (``revolution_env.vector_env``) steps all games in one process, random and
+    snapshot opponents in batch, heuristics game by game; ``subprocess``: one scalar self-play env per process;
+    ``auto``: ``vector``, or ``subprocess`` for the first edition (which the batched engine does not play)."""
     n_steps: int = 256
     """Steps per environment per rollout (a PPO update sees ``n_envs * n_steps`` steps)."""
     batch_size: int = 128
@@ -106,6 +112,15 @@ class TrainConfig:
     until the first snapshot exists, every opponent comes from here."""
     opponents_deterministic: bool = False
     """Whether snapshot opponents take their most likely action (False: they sample, as the learner does)."""
+    opponent_sampling: str = "uniform"
+    """How opponent seats are drawn (``training.league``): ``uniform`` (the ``p_*`` chances above) or ``pfsp``
+    (prioritized fictitious self-play: ``p_latest`` self-play, the rest over the whole league weighted towards the
+    members the learner loses to)."""
+    pfsp_weighting: str = "hard"
+    """PFSP's priority of a member the learner wins against at rate p: ``hard`` (1-p)^2, ``linear`` 1-p,
+    ``variance`` p(1-p), ``even`` 1."""
+    pfsp_window: int = 100
+    """The learner's last games against a member that its PFSP win rate counts."""
 
     # --- evaluation and saving -----------------------------------------------------------------------------------
     eval_every: int = 20_000
@@ -140,6 +155,12 @@ class TrainConfig:
             "reward": self.reward,
         }
 
+    def backend(self) -> str:
+        """The environment backend this run uses (``env_backend`` with ``auto`` decided)."""
+        if self.env_backend != "auto":
+            return self.env_backend
+        return "subprocess" if self.first_edition else "vector"
+
     def baselines(self) -> list[str]:
         return list(self.eval_opponents if self.eval_opponents is not None else self.heuristics)
 
@@ -161,12 +182,15 @@ def _is_number(v: Any) -> bool:
     return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
 
 
+MAX_INT = 10**12  # larger counts are no training run (and a 400-digit number would only fail deep inside)
+
+
 def _positive_int(v: Any) -> str | None:
-    return None if _is_int(v) and v > 0 else "a positive integer"
+    return None if _is_int(v) and 0 < v <= MAX_INT else f"a positive integer up to {MAX_INT:.0e}"
 
 
 def _non_negative_int(v: Any) -> str | None:
-    return None if _is_int(v) and v >= 0 else "a non-negative integer"
+    return None if _is_int(v) and 0 <= v <= MAX_INT else f"a non-negative integer up to {MAX_INT:.0e}"
 
 
 def _probability(v: Any) -> str | None:
@@ -193,13 +217,42 @@ def _string(v: Any) -> str | None:
     return None if isinstance(v, str) and v else "a non-empty string"
 
 
+def _spec(v: Any) -> str | None:
+    """An agent spec that ``load_agent`` will know: random, a heuristic's name, or an existing checkpoint file."""
+    from revolution_env.agents.loading import is_checkpoint, known_specs
+
+    if not isinstance(v, str) or not v:
+        return "an agent spec"
+    if v in known_specs() or (is_checkpoint(v) and Path(v).is_file()):
+        return None
+    return f"an agent spec ({', '.join(known_specs())}, or a checkpoint file that exists)"
+
+
 def _specs(v: Any) -> str | None:
-    ok = isinstance(v, list) and v and all(isinstance(s, str) and s for s in v)
-    return None if ok else "a non-empty list of agent specs"
+    if not (isinstance(v, list) and v):
+        return "a non-empty list of agent specs"
+    return next((f"{expected}; {s!r} is not one" for s in v if (expected := _spec(s))), None)
 
 
 def _optional_specs(v: Any) -> str | None:
     return None if v is None else _specs(v)
+
+
+def _device(v: Any) -> str | None:
+    ok = isinstance(v, str) and re.fullmatch(r"cpu|auto|mps|cuda(:\d+)?", v) is not None
+    return None if ok else "cpu, cuda, cuda:N, mps or auto"
+
+
+def _board(v: Any) -> str | None:
+    from revolution_env.engine.components import BoardError, load_components
+
+    if not isinstance(v, str) or not v:
+        return "a board name or a path to a board JSON file"
+    try:
+        load_components(v)
+    except BoardError as exc:
+        return f"a board that loads ({exc})"
+    return None
 
 
 def _net_arch(v: Any) -> str | None:
@@ -219,10 +272,11 @@ CHECKS = {
     "area_control_bonus": _bool,
     "first_edition": _bool,
     "max_rounds": _positive_int,
-    "board": _string,
+    "board": _board,
     "reward": _one_of(*REWARDS),
     "total_steps": _positive_int,
     "n_envs": _positive_int,
+    "env_backend": _one_of("auto", "vector", "subprocess"),
     "n_steps": _positive_int,
     "batch_size": _positive_int,
     "n_epochs": _positive_int,
@@ -236,11 +290,11 @@ CHECKS = {
     "net_arch": _net_arch,
     "activation": _one_of(*ACTIVATIONS),
     "init_from": lambda v: None if v is None else _string(v),
-    "pretrain_teacher": lambda v: None if v is None else _string(v),
+    "pretrain_teacher": lambda v: None if v is None else _spec(v),
     "pretrain_steps": _positive_int,
     "pretrain_epochs": _positive_int,
     "seed": _non_negative_int,
-    "device": _string,
+    "device": _device,
     "torch_threads": _positive_int,
     "snapshot_every": _positive_int,
     "max_snapshots": _positive_int,
@@ -249,10 +303,13 @@ CHECKS = {
     "p_heuristics": _probability,
     "heuristics": _specs,
     "opponents_deterministic": _bool,
+    "opponent_sampling": _one_of("uniform", "pfsp"),
+    "pfsp_weighting": _one_of("hard", "linear", "variance", "even"),
+    "pfsp_window": _positive_int,
     "eval_every": _non_negative_int,
     "eval_games": _positive_int,
     "eval_opponents": _optional_specs,
-    "eval_fill": lambda v: None if v is None else _string(v),
+    "eval_fill": lambda v: None if v is None else _spec(v),
     "eval_workers": _positive_int,
     "save_every": _positive_int,
     "out": _string,
@@ -267,12 +324,15 @@ def check(config: TrainConfig) -> None:
         value = getattr(config, name)
         expected = CHECKS[name](value)
         if expected is not None:
-            raise ValueError(f"{name}: expected {expected}, got {value!r}")
+            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+            raise ValueError(f"{name}: expected {expected}, got {shown}")
     total = config.p_latest + config.p_past + config.p_heuristics
     if abs(total - 1.0) > 1e-6:
         raise ValueError(f"p_latest, p_past, p_heuristics: expected to sum to 1, got {total:g}")
     if config.players == 2 and config.bid_refunds is False:
         raise ValueError("bid_refunds: the two-player variant always plays with Bid Refunds")
+    if config.first_edition and config.env_backend == "vector":
+        raise ValueError("env_backend: the batched engine does not play the first edition (use auto or subprocess)")
     if config.first_edition and config.bid_refunds is False:
         raise ValueError("bid_refunds: the first edition always plays with Bid Refunds (D14)")
 
@@ -304,6 +364,22 @@ def from_dict(data: dict[str, Any], source: str = "config") -> TrainConfig:
         raise ValueError(f"{source}: {exc}") from None
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice (YAML would silently keep the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key}: given twice (lines {seen[key] + 1} and {key_node.start_mark.line + 1})",
+                    key_node.start_mark,
+                )  # fmt: skip
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_config(path: str | Path) -> TrainConfig:
     """Read a YAML config; every key is a :class:`TrainConfig` field, and missing keys take the defaults."""
     path = Path(path)
@@ -312,9 +388,12 @@ def load_config(path: str | Path) -> TrainConfig:
     except OSError as exc:
         raise ValueError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader that refuses duplicate keys
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {exc}") from None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise ValueError(f"{path}: not valid YAML: {problem}{where}") from None
     return from_dict({} if data is None else data, str(path))
 
 

@@ -9,18 +9,30 @@ written to a temporary name and renamed, so a reader sees the old league or the 
 oldest snapshot goes, except the very first, which always stays (an anchor: the learner keeps meeting the weak
 play it learned to beat first, so it does not forget how). With ``max_snapshots: 1`` only the latest is kept.
 
-**Sampling**, independently for each opponent seat at the start of every game: with probability ``p_latest``
-the latest snapshot; with ``p_past`` an older snapshot drawn uniformly (the latest while it is the only one);
-otherwise (``p_heuristics``) an agent of the ``heuristics`` list drawn uniformly. Until the first snapshot exists,
-every seat gets a heuristic. Snapshot opponents sample their actions from their masked policy (not argmax), so
-they are as varied as the learner that made them.
+**Sampling**, independently for each opponent seat at the start of every game, so that three- and four-player
+tables mix every composition of opponents. ``opponent_sampling: uniform``: with probability ``p_latest`` the
+latest snapshot; with ``p_past`` an older snapshot drawn uniformly (the latest while it is the only one);
+otherwise (``p_heuristics``) an agent of the ``heuristics`` list drawn uniformly. ``opponent_sampling: pfsp``
+(prioritized fictitious self-play, as in AlphaStar's league): with probability ``p_latest`` the latest snapshot
+(self-play); otherwise one member of the whole league (every snapshot and every heuristic) drawn with weight
+``f(p)``, where ``p`` is the learner's win rate against it over its last ``pfsp_window`` games with it at the
+table, and ``f`` favours what the learner loses to: ``hard`` ``(1 - p)^2``, ``linear`` ``1 - p``, ``variance``
+``p (1 - p)`` (opponents of its own level), ``even`` 1. A member not met yet counts as ``p = 0``, so it is tried
+first. Until the first snapshot exists, every seat gets a heuristic. Snapshot opponents sample their actions from
+their masked policy (not argmax), so they are as varied as the learner that made them.
+
+**Results.** The training process records the learner's result against every opponent at the table
+(:meth:`League.record`) and writes them into ``league.json`` with the snapshots; the readers weigh by them. At
+every snapshot the win rates are also appended to the league's history, the rows of the win-rate matrix that
+:func:`plot_matrix` draws (``league.png`` in the run folder) and TensorBoard shows (``league/win_rate/*``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,21 +46,48 @@ from .policy import load_policy_agent
 
 LEAGUE_FILE = "league.json"
 LEAGUE_FORMAT = "revolution-league"
+PFSP_WEIGHTINGS: dict[str, Callable[[float], float]] = {
+    "hard": lambda p: (1.0 - p) ** 2,
+    "linear": lambda p: 1.0 - p,
+    "variance": lambda p: p * (1.0 - p),
+    "even": lambda p: 1.0,
+}
+SAMPLING = ("uniform", "pfsp")
 
 
 def snapshot_name(step: int) -> str:
     return f"snapshot_{step:012d}.pt"
 
 
-def read_league(folder: str | Path) -> list[dict[str, Any]]:
-    """The snapshots listed in ``folder/league.json``, oldest first (none if there is no league yet)."""
+def read_league_file(folder: str | Path) -> dict[str, Any]:
+    """``folder/league.json`` (an empty league if there is none yet)."""
     path = Path(folder) / LEAGUE_FILE
     if not path.exists():
-        return []
+        return {"snapshots": [], "results": {}, "history": []}
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or data.get("format") != LEAGUE_FORMAT:
         raise ValueError(f"{path}: not a league file")
-    return list(data["snapshots"])
+    return {"snapshots": list(data["snapshots"]), "results": dict(data.get("results", {})),
+            "history": list(data.get("history", []))}  # fmt: skip
+
+
+def read_league(folder: str | Path) -> list[dict[str, Any]]:
+    """The snapshots listed in ``folder/league.json``, oldest first (none if there is no league yet)."""
+    return read_league_file(folder)["snapshots"]
+
+
+def win_rates(results: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """The learner's win rate against each opponent, from its recent results (1 win, 0 loss, 1/k shared)."""
+    return {name: float(np.mean(r)) for name, r in results.items() if len(r)}
+
+
+def pfsp_weights(members: Sequence[str], rates: Mapping[str, float], weighting: str) -> np.ndarray:
+    """PFSP's weight of each league member (normalised); a member never met counts as a win rate of 0."""
+    f = PFSP_WEIGHTINGS[weighting]
+    w = np.array([f(rates.get(m, 0.0)) for m in members], dtype=float)
+    if w.sum() <= 0:  # e.g. "variance" when every rate is 0 or 1: fall back to uniform
+        w = np.ones(len(members))
+    return w / w.sum()
 
 
 def kept(snapshots: Sequence[Mapping[str, Any]], max_snapshots: int) -> list[Mapping[str, Any]]:
@@ -63,11 +102,23 @@ def kept(snapshots: Sequence[Mapping[str, Any]], max_snapshots: int) -> list[Map
 class League:
     """The league folder, as the training process writes it."""
 
-    def __init__(self, folder: str | Path, max_snapshots: int) -> None:
+    def __init__(self, folder: str | Path, max_snapshots: int, window: int = 100) -> None:
         self.folder = Path(folder)
         self.max_snapshots = max_snapshots
+        self.window = window
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.snapshots = [s for s in read_league(self.folder) if (self.folder / s["file"]).exists()]
+        data = read_league_file(self.folder)
+        self.snapshots = [s for s in data["snapshots"] if (self.folder / s["file"]).exists()]
+        self.results: dict[str, deque[float]] = {name: deque(r, maxlen=window) for name, r in data["results"].items()}
+        self.history: list[dict[str, Any]] = data["history"]
+
+    def record(self, opponents: Sequence[str], won: float) -> None:
+        """The learner's result (1 won, 0 lost; a shared win counts 1/k) in a game against ``opponents``."""
+        for name in set(opponents):
+            self.results.setdefault(name, deque(maxlen=self.window)).append(float(won))
+
+    def win_rates(self) -> dict[str, float]:
+        return win_rates(self.results)
 
     @property
     def latest_step(self) -> int | None:
@@ -81,16 +132,31 @@ class League:
         name = snapshot_name(step)
         save_checkpoint(checkpoint, self.folder / name)
         snapshots = [s for s in self.snapshots if s["file"] != name] + [{"file": name, "step": int(step)}]
+        self.history = [h for h in self.history if h["step"] < step] + [
+            {"step": int(step), "win_rates": self.win_rates()}
+        ]
         self._write(kept(snapshots, self.max_snapshots))
         return self.folder / name
 
+    def publish(self) -> None:
+        """Write the results so far, for the readers' PFSP weights."""
+        self._write(self.snapshots)
+
     def rollback(self, step: int) -> None:
         """Forget snapshots taken after ``step`` (a resumed run continues from its last save at ``step``)."""
+        self.history = [h for h in self.history if h["step"] <= step]
         self._write([s for s in self.snapshots if s["step"] <= step])
 
     def _write(self, snapshots: list[Mapping[str, Any]]) -> None:
         dropped = [s for s in self.snapshots if s not in snapshots]
-        data = {"format": LEAGUE_FORMAT, "version": 1, "max_snapshots": self.max_snapshots, "snapshots": snapshots}
+        data = {
+            "format": LEAGUE_FORMAT,
+            "version": 1,
+            "max_snapshots": self.max_snapshots,
+            "snapshots": snapshots,
+            "results": {name: list(r) for name, r in sorted(self.results.items())},
+            "history": self.history,
+        }
         atomic_write_json(self.folder / LEAGUE_FILE, data)  # the list first: readers never see a missing file listed
         self.snapshots = list(snapshots)
         for s in dropped:
@@ -104,9 +170,18 @@ def choose_opponent(
     heuristics: Sequence[str],
     p_latest: float,
     p_past: float,
+    pfsp: Mapping[str, float] | None = None,
+    weighting: str = "hard",
 ) -> tuple[str, str]:
-    """One opponent by the league's scheme: ``("snapshot", file)`` or ``("heuristic", spec)``."""
+    """One opponent by the league's scheme: ``("snapshot", file)`` or ``("heuristic", spec)``. ``pfsp`` (the
+    learner's win rates by member) switches to prioritized fictitious self-play (module docstring)."""
     u = rng.random()
+    if pfsp is not None:
+        if snapshots and u < p_latest:
+            return "snapshot", snapshots[-1]
+        members = [*snapshots, *heuristics]
+        pick = members[int(rng.choice(len(members), p=pfsp_weights(members, pfsp, weighting)))]
+        return ("snapshot", pick) if pick in snapshots else ("heuristic", pick)
     if snapshots and u < p_latest + p_past:
         if u < p_latest or len(snapshots) == 1:
             return "snapshot", snapshots[-1]
@@ -126,12 +201,20 @@ class LeagueReader:
         p_latest: float = 0.0,
         p_past: float = 0.0,
         deterministic: bool = False,
+        sampling: str = "uniform",
+        weighting: str = "hard",
     ) -> None:
+        if sampling not in SAMPLING:
+            raise ValueError(f"opponent_sampling: expected one of {', '.join(SAMPLING)}, got {sampling!r}")
+        if weighting not in PFSP_WEIGHTINGS:
+            raise ValueError(f"pfsp_weighting: expected one of {', '.join(PFSP_WEIGHTINGS)}, got {weighting!r}")
         self.folder = Path(folder) if folder is not None else None
         self.heuristics = list(heuristics)
         self.env_options = {k: v for k, v in env_options.items() if k != "reward"}
         self.p_latest, self.p_past = p_latest, p_past
         self.deterministic = deterministic
+        self.sampling, self.weighting = sampling, weighting
+        self.rates: dict[str, float] = {}  # the learner's recent win rates by member (PFSP)
         self.snapshots: list[str] = []
         self._stamp: tuple | None = None
         self._agents: dict[tuple[str, str, int], Agent] = {}
@@ -147,7 +230,9 @@ class LeagueReader:
         stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
         if stamp == self._stamp:
             return
-        self.snapshots = [s["file"] for s in read_league(self.folder)]
+        data = read_league_file(self.folder)
+        self.snapshots = [s["file"] for s in data["snapshots"]]
+        self.rates = win_rates(data["results"])
         self._stamp = stamp
         live = set(self.snapshots)
         self._agents = {k: a for k, a in self._agents.items() if k[0] != "snapshot" or k[1] in live}
@@ -155,7 +240,10 @@ class LeagueReader:
     def sample(self, rng: np.random.Generator, slot: int) -> tuple[str, Agent]:
         """An opponent for opponent ``slot`` (0, 1, ...): its name (``snapshot_<step>.pt`` or the spec) and agent."""
         self.refresh()
-        kind, spec = choose_opponent(rng, self.snapshots, self.heuristics, self.p_latest, self.p_past)
+        pfsp = self.rates if self.sampling == "pfsp" else None
+        kind, spec = choose_opponent(
+            rng, self.snapshots, self.heuristics, self.p_latest, self.p_past, pfsp, self.weighting
+        )
         try:
             return spec, self._agent(kind, spec, slot)
         except FileNotFoundError:  # dropped from the league since we read it: take a heuristic instead
@@ -177,3 +265,34 @@ class LeagueReader:
             else:
                 self._agents[key] = load_agent(spec, **self.env_options)
         return self._agents[key]
+
+
+def plot_matrix(history: Sequence[Mapping[str, Any]], path: str | Path) -> Path | None:
+    """The league's win-rate matrix as a heat map: one row per snapshot step, one column per opponent met, the
+    learner's recent win rate against it (blank where not met yet). Nothing is drawn before the first row."""
+    rows = [h for h in history if h["win_rates"]]
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from revolution_env.files import atomic_write
+
+    names = sorted({n for h in rows for n in h["win_rates"]}, key=lambda n: (n.startswith("snapshot"), n))
+    grid = np.array([[h["win_rates"].get(n, np.nan) for n in names] for h in rows], dtype=float)
+    labels = [n.removeprefix("snapshot_").removesuffix(".pt").lstrip("0") or "0" for n in names]
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.5 + 0.5 * len(names)), max(3.0, 1.5 + 0.3 * len(rows))))
+    image = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
+    ax.set_xticks(range(len(names)), labels, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(len(rows)), [f"{h['step']:,}" for h in rows], fontsize=7)
+    ax.set_xlabel("opponent (heuristic, or snapshot step)")
+    ax.set_ylabel("learner at step")
+    ax.set_title("league: the learner's recent win rate against each opponent", fontsize=10)
+    fig.colorbar(image, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    path = Path(path)
+    atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=100), binary=True)
+    plt.close(fig)
+    return path

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from revolution_env import Decision
 from revolution_env.agents.loading import load_agent
 
 from .config import TrainConfig
@@ -39,7 +40,7 @@ class Demonstrations:
     masks: np.ndarray  # (N, sum(nvec)) bool
     actions: np.ndarray  # (N, len(nvec)) int64
     returns: np.ndarray  # (N,) float32: the discounted return from that step to the end of its game
-    decisions: np.ndarray  # (N,) str: the decision kind of each step
+    decisions: np.ndarray  # (N,) int: the Decision of each step
     game: np.ndarray  # (N,) int64: which game each step belongs to (0, 1, ... over all processes)
     games: int
 
@@ -112,7 +113,7 @@ def _collect(config: TrainConfig, steps: int, key: tuple[int, int]) -> Demonstra
         np.asarray(rows["masks"], dtype=bool),
         np.asarray(rows["actions"], dtype=np.int64),
         np.asarray(returns, dtype=np.float32),
-        np.asarray(rows["decisions"]),
+        np.asarray(rows["decisions"], dtype=np.int64),
         np.repeat(np.arange(games, dtype=np.int64), lengths),
         games,
     )
@@ -167,7 +168,7 @@ def score(policy: Any, demos: Demonstrations, idx: np.ndarray) -> dict[str, floa
         greedy = policy.get_distribution(obs, action_masks=masks.cpu().numpy()).get_actions(deterministic=True)
     same = (greedy == actions).cpu().numpy()
     exact = same.all(axis=1)
-    bids = demos.decisions[idx] == "bid"
+    bids = demos.decisions[idx] == Decision.BID
     nvec = np.asarray(policy.action_space.nvec)
     offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
     legal = np.add.reduceat(demos.masks[idx].astype(np.int64), offsets, axis=1)  # legal values per dimension

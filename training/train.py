@@ -15,6 +15,7 @@ train(load_config("configs/default.yaml"), out="runs/default")            # or r
 | `saves/model_<step>.zip`    | SB3's model with its optimizer (what ``--resume`` continues from)            |
 | `latest.pt`, `best.pt`      | policy checkpoints (``revolution eval`` takes them): the last save, the best evaluation |
 | `league/`                   | the league: `league.json` and `snapshot_<step>.pt` (see ``training.league``) |
+| `league.png`                | the league's win-rate matrix: the learner against each opponent, per snapshot |
 | `tb/`                       | TensorBoard logs (``tensorboard --logdir <out>/tb``)                         |
 
 **Saving** every ``save_every`` steps (and at the end, and on Ctrl-C or SIGTERM): the model zip, then
@@ -53,15 +54,17 @@ from .checkpoint import (
 )
 from .config import TrainConfig, dump_config, from_dict
 from .distributions import MaskableMultiDiscretePolicy
-from .league import League
+from .league import League, LeagueReader, plot_matrix
 from .policy import actor_layers, policy_from_sb3
 from .pretrain import clone, collect
 from .selfplay import make_selfplay_env
+from .vec_env import SB3VecEnv
 
 STATE_FILE = "state.json"
 CONFIG_FILE = "config.yaml"
 LATEST = "latest.pt"
 BEST = "best.pt"
+LEAGUE_PLOT = "league.png"
 RUN_FORMAT = "revolution-train-run"
 
 
@@ -104,13 +107,32 @@ def env_factory(config: TrainConfig, league_folder: Path, in_subprocess: bool):
             config.p_latest,
             config.p_past,
             config.opponents_deterministic,
+            config.opponent_sampling,
+            config.pfsp_weighting,
         )
 
     return make
 
 
 def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
-    """``n_envs`` self-play envs: subprocesses (DummyVecEnv for one), with episode statistics (VecMonitor)."""
+    """``n_envs`` self-play games with episode statistics (VecMonitor): one batched vector env (the ``vector``
+    backend), or one scalar env per subprocess (DummyVecEnv for one)."""
+    if config.backend() == "vector":
+        from revolution_env import vector_env
+
+        league = LeagueReader(
+            league_folder,
+            config.heuristics,
+            config.env_options(),
+            config.p_latest,
+            config.p_past,
+            config.opponents_deterministic,
+            config.opponent_sampling,
+            config.pfsp_weighting,
+        )
+        return VecMonitor(SB3VecEnv(vector_env(config.n_envs, opponents=league, **config.env_options())))
+    if config.first_edition and config.env_backend == "auto":
+        print("env_backend: the first edition runs on the scalar engine, one subprocess per game (slower)")
     if config.n_envs == 1:
         venv: VecEnv = DummyVecEnv([env_factory(config, league_folder, False)])
     else:
@@ -173,15 +195,30 @@ def _load_run(model: MaskablePPO, config: TrainConfig, source: Path) -> tuple[st
             f"{config.reward!r} (its value network would predict the wrong returns; start from {source / LATEST} "
             "to take the policy only)"
         )
-    try:
-        _, params, _ = load_from_zip_file(source / state["model"], device="cpu")
-    except FileNotFoundError:
-        raise ValueError(
-            f"init_from: {source}: its save {state['model']} is gone (is the run still training?)"
-        ) from None
-    model.policy.load_state_dict(params["policy"])  # weights only: the new run keeps its own seed and optimizer
+    load_weights(model, source / state["model"], f"init_from: {source}", with_optimizer=False)
     origin = _origin(config, state["step"], state["wall_time"], state.get("origin"))
     return f"policy and value network of {source} at step {state['step']:,}", origin
+
+
+def load_weights(model: MaskablePPO, path: Path, where: str, with_optimizer: bool) -> None:
+    """The network weights (and the optimizer's state) of an SB3 model zip, and nothing else: its ``data`` entry,
+    which may hold cloudpickled objects, is never read (``load_data=False``), and torch reads the weights with
+    ``weights_only``. A run folder is therefore no way to run code."""
+    try:
+        _, params, _ = load_from_zip_file(path, device="cpu", load_data=False)
+    except FileNotFoundError:
+        raise ValueError(f"{where}: the save {path.name} is gone (is the run still training?)") from None
+    except Exception as exc:  # a damaged or foreign zip
+        raise ValueError(f"{where}: cannot read the save {path}: {exc}") from None
+    if not params or "policy" not in params:
+        raise ValueError(f"{where}: {path} holds no policy weights")
+    try:
+        model.policy.load_state_dict(params["policy"])
+        if with_optimizer and "policy.optimizer" in params:
+            model.policy.optimizer.load_state_dict(params["policy.optimizer"])
+    except (RuntimeError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise ValueError(f"{where}: the weights in {path} do not fit this run's network ({first})") from None
 
 
 def _check_source(checkpoint: dict[str, Any], config: TrainConfig, where: str) -> None:
@@ -304,9 +341,11 @@ class SelfPlayCallback(BaseCallback):
         for info, done in zip(self.locals["infos"], self.locals["dones"]):
             if done and "won" in info:
                 self.wins.append(float(info["won"]))
+                self.league.record(info["opponents"], float(info["won"]))
         step = self.model.num_timesteps
         if step >= self._next["snapshot"]:
             self.league.add(self.checkpoint(), step)
+            plot_matrix(self.league.history, self.out / LEAGUE_PLOT)
             self._next["snapshot"] = _next_multiple(step, self.config.snapshot_every)
         if self._next["eval"] is not None and step >= self._next["eval"]:
             self.evaluate()
@@ -325,6 +364,9 @@ class SelfPlayCallback(BaseCallback):
         if self.wins:
             self.logger.record("rollout/win_rate", float(np.mean(self.wins)))
         self.logger.record("league/snapshots", len(self.league.snapshots))
+        for name, rate in self.league.win_rates().items():  # a row of the league's win-rate matrix
+            self.logger.record(f"league/win_rate/{name.removesuffix('.pt')}", rate)
+        self.league.publish()  # the readers' PFSP weights follow the learner's results
 
     # --- the pieces --------------------------------------------------------------------------------------------
 
@@ -447,7 +489,7 @@ def train(
     remove_temporaries(out)
     if state is None:
         atomic_write(out / CONFIG_FILE, lambda fh: fh.write(dump_config(config).encode("utf-8")))
-    league = League(out / "league", config.max_snapshots)
+    league = League(out / "league", config.max_snapshots, config.pfsp_window)
     # the league as of the last save; a new run (perhaps in the folder of one aborted before its first save) empty
     league.rollback(state["step"] if state is not None else 0)
     run = RunState()
@@ -473,7 +515,9 @@ def train(
                 loaded, run.origin = load_initial_weights(model, config)
                 print(f"starting from the {loaded}")
         else:
-            model = MaskablePPO.load(out / state["model"], env=venv, device=config.device, force_reset=True)
+            model = new_model(config, venv)  # from the run's own config: nothing pickled in the zip is loaded
+            load_weights(model, out / state["model"], "--resume", with_optimizer=True)
+            model.num_timesteps = int(state["step"])
             model.set_random_seed(config.seed + state["step"])  # fresh games, not a replay of the first ones
         model.set_logger(configure(str(out / "tb"), ["tensorboard"]))
         if state is None and config.pretrain_teacher:

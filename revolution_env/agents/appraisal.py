@@ -103,10 +103,10 @@ class Tables:
         self.bonus = bool(L.rules.area_control_bonus)
         self.refunds = bool(L.rules.bid_refunds)
         self.strength = np.array([64 * 64, 64, 1], dtype=np.int64)  # a bid as one comparable integer (RULES.md §3)
-        self.beat_keep = np.ones((L.n_targets, 3), dtype=np.int64)  # D11, per target (characters only)
-        self.beat_keep[: L.n_characters] = L.beat_keep
-        self.beat_step = np.zeros((L.n_targets, 3), dtype=np.int64)
-        self.beat_step[: L.n_characters] = L.beat_step
+        self.guy_legal = L.legal.copy()  # D10, D11: the types a Guy bid may hold, per target (characters only)
+        self.guy_legal[L.n_characters :] = False
+        if L.card_space >= 0:
+            self.guy_legal[L.card_space] = False
         self.max_characters = L.components.max_characters_per_bid
         self.card_max_gold = L.components.card_max_gold
         names = agent.layout.card_names

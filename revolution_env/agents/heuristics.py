@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.game import Decision, guy_beats
 from ..env.observation import ObservationView
 from .appraisal import BLACKMAIL, FORCE, GOLD, Judgement, Position, Tables
 from .base import Agent
@@ -45,12 +46,12 @@ class HeuristicBot(Agent):
         mask = observation["action_mask"]
         view = self.view(observation)
         kind = view.decision
-        if kind == "none":
+        if kind == Decision.NONE:
             return self.choice_action(0)
         pos = Position(self.t, view, self.judgement)
-        if kind == "bid":
+        if kind == Decision.BID:
             action = self.bid_action(self.bid(view, mask, pos))
-        elif kind == "guy":
+        elif kind == Decision.GUY:
             action = self.choice_action(self.guy(view, mask, pos))
         else:
             action = self.choice_action(self.cube(kind, view, mask, pos))
@@ -74,20 +75,20 @@ class HeuristicBot(Agent):
 
     # --- cube decisions: the change in projected margin, best first ------------------------------------------
 
-    def cube(self, kind: str, view: ObservationView, mask: np.ndarray, pos: Position) -> int:
+    def cube(self, kind: Decision, view: ObservationView, mask: np.ndarray, pos: Position) -> int:
         """Spy, Apothecary (both picks) and Remove: the legal choice that raises our margin most; decline where
         allowed when nothing helps."""
         S, A = self.t.seats, self.t.areas
         legal = mask[1 : 1 + A * S].reshape(A, S).astype(bool)
         can_decline = bool(mask[0])
-        if kind == "spy":
+        if kind == Decision.SPY:
             owner = self.t.puppet if view.for_puppet else 0
             gain = pos.gain(pos.move[:, :, owner])  # (A, S) over the replaced cube
-        elif kind == "remove":
+        elif kind == Decision.REMOVE:
             gain = np.full((A, S), -np.inf)
             for a, v in zip(*np.nonzero(legal)):
                 gain[a, v] = pos.gain(pos.removal(a, v))
-        elif kind == "apothecary_first":
+        elif kind == Decision.APOTHECARY_FIRST:
             ok, delta = pos.swap_options()
             g = np.where(ok & legal[:, :, None, None], pos.gain(delta), -np.inf)
             gain = g.max((2, 3))
@@ -110,17 +111,23 @@ class HeuristicBot(Agent):
         t = self.t
         C = t.n_characters
         G = pos.gains(pos.character_deltas())[:C]  # (C, winner, judge)
-        tokens, value = self._guy_options(view.bids[:, :C], G)  # (C, 2, 2, 3), (C, 2, 2, S)
+        guy = view.tokens[t.puppet]
+        tokens, value = self._guy_options(view.bids[:, :C], guy, G)  # (C, 2, 2, 3), (C, 2, 2, S)
         legal = mask[1 : 1 + 4 * C].reshape(C, 2, 2).astype(bool)  # ours, as the mask offers them
         # The opponent's answers: its options are ours seen from its seat (answered 0 = its own bid).
         theirs = np.broadcast_to(self._guy_open(view.bids[:, :C])[:, ::-1, None], legal.shape)
         tok_o = tokens.reshape(-1, 3)
         mine = value[..., 0].reshape(-1)
-        tok_r = tokens[:, ::-1].reshape(-1, 3)  # their (character, answered, mode) in our (character, seat) terms
         val_r = value[:, ::-1].reshape(-1, value.shape[-1])
         char = np.repeat(np.arange(C), 4)
-        left = view.tokens[t.puppet][None, :] - tok_o  # Guy's tokens after each of our options
-        fits = (tok_r[None, :, :] <= left[:, None, :]).all(-1) & theirs.reshape(-1)[None, :]
+        left = guy[None, :] - tok_o  # Guy's tokens after each of our options
+        # which of the opponent's placements Guy can still pay after each of ours (a beat's added token depends on
+        # what Guy has left, D11; its value is taken as with the token of the beat Guy could place now)
+        answered_r = view.bids[:2, :C][::-1].transpose(1, 0, 2)  # (C, 2, 3): their own bid first
+        can_tie = (answered_r[None] <= left[:, None, None, :]).all(-1)  # (4C, C, 2)
+        can_beat = guy_beats(answered_r.transpose(1, 0, 2), left[:, None, :], t.guy_legal[:C])[1].transpose(0, 2, 1)
+        payable = np.stack([can_tie, can_beat], axis=-1).reshape(len(left), -1)  # (4C, 4C)
+        fits = payable & theirs.reshape(-1)[None, :]
         fits &= char[None, :] != char[:, None]
         reply = np.where(fits, val_r[None, :, 1], -np.inf)
         best = reply.argmax(1)
@@ -143,13 +150,13 @@ class HeuristicBot(Agent):
             open_[t.card] = False
         return bids[:2].any(2).T & open_[:, None]
 
-    def _guy_options(self, bids: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _guy_options(self, bids: np.ndarray, guy: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every Guy placement (character, answered player seat, tie/beat): its tokens (D11) and every seat's
         change in margin once that character is resolved with it (against the outcome without it)."""
         t = self.t
         C = t.n_characters
         answered = bids[:2].transpose(1, 0, 2)  # (C, 2, 3)
-        beat = answered * t.beat_keep[:C, None] + t.beat_step[:C, None]
+        beat = guy_beats(bids[:2], guy, t.guy_legal[:C])[0].transpose(1, 0, 2)  # (C, 2, 3)
         tokens = np.stack([answered, beat], axis=2)  # (C, 2, 2, 3)
         keys = bids @ t.strength  # (S, C)
         guy_key = tokens @ t.strength  # (C, 2, 2)
@@ -305,7 +312,7 @@ class BidModel:
         if self.refunds:
             out -= win * (bid @ self.cost)
         if self.vehicle is not None:
-            beatable = (bid + t.beat_step <= self.guy_tokens).all(-1) & bid.any(-1)
+            beatable = guy_beats(bid, self.guy_tokens, t.guy_legal)[1] & bid.any(-1)
             out = out + self.vehicle * beatable
         if t.card >= 0:
             gold = bid[..., t.card, GOLD]

@@ -1,8 +1,7 @@
 """Build an agent from a spec string: ``random``, a heuristic's name, or a checkpoint file.
 
-Specs are what the command line and the evaluation reports call agents. A checkpoint (a ``.zip`` or ``.pt``
-file, or any existing file) is loaded by the training package when it is installed
-(``training.policy.load_policy_agent``); the agents layer itself knows nothing about learners.
+Specs are what the command line and the evaluation reports call agents. A checkpoint (a ``.pt`` file, or any
+existing file) is loaded by :mod:`.checkpoint` (torch reads the file; no training library is needed).
 """
 
 from __future__ import annotations
@@ -34,26 +33,14 @@ def known_specs() -> list[str]:
 
 
 def is_checkpoint(spec: str) -> bool:
-    return spec.endswith(CHECKPOINT_SUFFIXES) or os.path.isfile(spec)
+    return spec.endswith(CHECKPOINT_SUFFIXES) or os.path.exists(spec)
 
 
 def load_checkpoint_agent(path: str, **env_options: Any) -> Agent:
-    """A trained policy as an agent, through ``training.policy.load_policy_agent`` (the training package)."""
-    if not os.path.isfile(path):
-        raise ValueError(f"checkpoint {path!r}: no such file")
-    try:
-        policy = importlib.import_module("training.policy")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("training", "training.policy"):
-            raise
-        policy = None
-    loader = getattr(policy, "load_policy_agent", None)
-    if loader is None:
-        raise ValueError(
-            f"checkpoint {path!r}: checkpoints are loaded by the training package "
-            "(training.policy.load_policy_agent), which is not available"
-        )
-    return loader(path, **env_options)
+    """A trained policy as an agent (:func:`.checkpoint.load_policy_agent`)."""
+    from .checkpoint import load_policy_agent
+
+    return load_policy_agent(path, **env_options)
 
 
 def load_agent(spec: str, **env_options: Any) -> Agent:

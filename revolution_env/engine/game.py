@@ -1,6 +1,6 @@
 """The rules of Revolution! as a state machine over a few arrays (RULES.md §2–§7).
 
-A :class:`Game` is always waiting for exactly one :class:`Decision` (or is over). Bids are submitted for all
+A :class:`Game` is always waiting for exactly one :class:`Pending` decision (or is over). Bids are submitted for all
 deciding seats at once; every other decision (the puppet's Scheming placements, Spy, Apothecary, Remove) is
 made by one seat. Between decisions the engine runs the rules on its own: cleaning bids, resolving characters,
 drawing cards, Patronage and scoring. The engine knows nothing about observations or learning.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any
 
 import numpy as np
@@ -21,8 +22,38 @@ import numpy as np
 from .components import BLACKMAIL, FORCE, GOLD, TOKEN_TYPES, Character, Components, load_components
 
 BIDDING, SCHEMING, RESOLUTION, OVER = "bidding", "scheming", "resolution", "over"
+
+
+class Decision(IntEnum):
+    """What a seat is asked to decide. A number, so that infos turn into tensors; ``str()`` gives the lower-cased
+    name (``"bid"``, ``"apothecary_first"``), which was the decision's name in ``revolution_v1``."""
+
+    NONE = 0
+    BID = 1
+    GUY = 2
+    SPY = 3
+    APOTHECARY_FIRST = 4
+    APOTHECARY_SECOND = 5
+    REMOVE = 6
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+    __format__ = object.__format__  # f"{d}" is str(d), on every Python version
+
+    @classmethod
+    def parse(cls, value: Any) -> Decision:
+        """A decision from its number, its member or its name (``"bid"``)."""
+        if isinstance(value, str):
+            try:
+                return cls[value.upper()]
+            except KeyError:
+                raise ValueError(f"unknown decision {value!r} (one of: {', '.join(map(str, cls))})") from None
+        return cls(value)
+
+
 BID, GUY, SPY, APOTHECARY_FIRST, APOTHECARY_SECOND, REMOVE = (
-    "bid", "guy", "spy", "apothecary_first", "apothecary_second", "remove",
+    Decision.BID, Decision.GUY, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND, Decision.REMOVE,
 )  # fmt: skip
 DECISIONS = (BID, GUY, SPY, APOTHECARY_FIRST, APOTHECARY_SECOND, REMOVE)
 CUBE_DECISIONS = (SPY, APOTHECARY_FIRST, APOTHECARY_SECOND, REMOVE)
@@ -91,10 +122,10 @@ class Rules:
 
 
 @dataclass(frozen=True)
-class Decision:
+class Pending:
     """What the game waits for: ``kind`` (one of DECISIONS) from ``seats`` (all deciding seats for a bid)."""
 
-    kind: str
+    kind: Decision
     seats: tuple[int, ...]
 
     @property
@@ -120,8 +151,6 @@ class Layout:
     apothecary: int
     legal: np.ndarray  # (T, 3) bool: token type allowed on target
     legal_targets: tuple[np.ndarray, ...]  # per token type, the targets it may go to
-    beat_keep: np.ndarray  # (C, 3) D11: the token types a beat keeps from the bid it answers ...
-    beat_step: np.ndarray  # (C, 3) ... and the one token it adds (the weakest legal type)
     strength: np.ndarray  # (3,) weights that turn a bid into one comparable integer
     rewards: np.ndarray  # (n_characters, 3) tokens each character gives its winner
     spaces: np.ndarray  # (A,)
@@ -148,9 +177,6 @@ def make_layout(rules: Rules, components: Components | None = None) -> Layout:
     if np.any(start * seats > totals):
         raise RulesError(f"board {comp.name!r} has too few tokens for {seats} seats")
     base = int(totals.max()) + 1
-    step_type = [GOLD if ch.legal[GOLD] else BLACKMAIL if ch.legal[BLACKMAIL] else FORCE for ch in card]
-    beat_keep = np.array([[t <= st for t in range(3)] for st in step_type], dtype=np.int64).reshape(n_chars, 3)
-    beat_step = np.array([[t == st for t in range(3)] for st in step_type], dtype=np.int64).reshape(n_chars, 3)
     names = tuple(ch.name for ch in card) + ((SCHEMING_SPACE,) if scheming >= 0 else ())
 
     def index_of(special: str) -> int:
@@ -171,8 +197,6 @@ def make_layout(rules: Rules, components: Components | None = None) -> Layout:
         apothecary=index_of("apothecary"),
         legal=legal,
         legal_targets=tuple(np.flatnonzero(legal[:, t]) for t in range(3)),
-        beat_keep=beat_keep,
-        beat_step=beat_step,
         rewards=np.array([ch.tokens for ch in card], dtype=np.int64).reshape(n_chars, 3),
         strength=np.array([base * base, base, 1], dtype=np.int64),
         spaces=comp.spaces,
@@ -181,6 +205,62 @@ def make_layout(rules: Rules, components: Components | None = None) -> Layout:
         totals=totals,
         target_names=names,
     )
+
+
+def clean_bids(bids: np.ndarray, layout: Layout, batch_dims: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """RULES.md §3, D16, D18: illegal tokens removed, then everything past the sixth character. Returns the cleaned
+    bids (same shape, (..., T, 3)) and the tokens that go to the bank: (3,), or per game (n, 3) when the first
+    ``batch_dims`` axes are a batch of games (the batched engine)."""
+    L = layout
+    cleaned = bids * L.legal
+    chars = cleaned[..., : L.n_characters, :]
+    has = chars.any(-1)
+    over = has & (np.cumsum(has, axis=-1) > L.components.max_characters_per_bid)
+    chars[over] = 0
+    summed = tuple(range(batch_dims, bids.ndim - 1))
+    return cleaned, bids.sum(summed) - cleaned.sum(summed)
+
+
+def priority_by_rule(bids: np.ndarray, layout: Layout) -> int | None:
+    """RULES.md §6, D9: the player who places Guy's first bid, from the two players' cleaned bids (2, T, 3):
+    more Scheming Gold, then the stronger strongest bid, then the earlier strongest bid; ``None`` when it comes to
+    the coin flip."""
+    L = layout
+    gold = bids[:2, L.scheming, GOLD]
+    if gold[0] != gold[1]:
+        return 0 if gold[0] > gold[1] else 1
+    keys = bids[:2, : L.n_characters] @ L.strength  # (2, n_characters)
+    best = keys.max(1)
+    if best[0] != best[1]:
+        return 0 if best[0] > best[1] else 1
+    if best[0] > 0:
+        where = (keys == best[:, None]).argmax(1)  # the earliest strongest bid
+        if where[0] != where[1]:
+            return 0 if where[0] < where[1] else 1
+    return None
+
+
+BEAT_ORDER = (GOLD, BLACKMAIL, FORCE)  # D11: the token a beat adds is of the lowest-value type available
+
+
+def guy_beats(bids: np.ndarray, guy: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """D11 (revised): Guy's beat of each bid, and whether he can place it.
+
+    ``bids`` (..., C, 3) are the answered bids, ``guy`` (..., 3) Guy's tokens (broadcast against the bids' leading
+    axes), ``legal`` (C, 3) the types each character takes. A beat is the bid plus one token of the lowest-value
+    type that Guy holds beyond the copy and that the character takes. Returns ``(beat (..., C, 3), payable (...,
+    C))``; where not payable, ``beat`` is the bid itself. Shared by the engine, the bots and the batched engine.
+    """
+    bids = np.asarray(bids)
+    spare = np.expand_dims(guy, -2) - bids  # (..., C, 3): what Guy holds beyond the copy
+    can_copy = (spare >= 0).all(-1)
+    added = np.zeros(spare.shape, dtype=spare.dtype)
+    found = np.zeros(can_copy.shape, dtype=bool)
+    for t in BEAT_ORDER:
+        take = ~found & can_copy & (spare[..., t] >= 1) & legal[:, t]
+        added[..., t] = take
+        found |= take
+    return bids + added, found
 
 
 class Game:
@@ -216,14 +296,14 @@ class Game:
         self.scheming_gold = np.zeros(S, dtype=np.int64)
         self.cards_drawn: list[tuple[int, int]] = []  # (seat, deck index) this round
         self.cursor = 0  # next target to resolve
-        self.decision: Decision | None = Decision(BID, tuple(range(L.players)))
+        self.decision: Pending | None = Pending(BID, tuple(range(L.players)))
         self._guy_order: tuple[int, int] = (0, 1)
         self._guy_count = 0
         self.guy_last_placer = -1
         self._apothecary_first: tuple[int, int] | None = None
         self._spy_owner = -1
         self._guy_cache: tuple[np.ndarray, np.ndarray] | None = None
-        self._cube_cache: tuple[Decision | None, np.ndarray | None] = (None, None)
+        self._cube_cache: tuple[Pending | None, np.ndarray | None] = (None, None)
         self._winner: list[int] | None = None  # per target, the strictly highest bidder (-1 none), once final
         self._contested: list[bool] = []
         self._card_queue: list[list[int]] = []  # [seat, cards still to draw]
@@ -295,10 +375,18 @@ class Game:
 
     # --- decisions -----------------------------------------------------------------------------------------
 
-    def submit_bids(self, bids: Any) -> None:
-        """Every deciding seat's bid at once: an int array (players, T, 3) of token counts per target."""
+    def submit_bids(self, bids: Any, priority: int | None = None) -> None:
+        """Every deciding seat's bid at once: an int array (players, T, 3) of token counts per target.
+
+        ``priority`` (two-player variant) is the seat that places Guy's first bid, instead of the coin flip of D9
+        when the rule comes to it; where the rule decides, it must agree (a replay checks itself this way)."""
         L = self.layout
         self._expect(BID)
+        if priority is not None:
+            if L.puppet < 0:
+                raise IllegalAction("priority: there is no Scheming phase outside the two-player variant")
+            if isinstance(priority, bool) or not isinstance(priority, (int, np.integer)) or priority not in (0, 1):
+                raise IllegalAction(f"priority: expected seat 0 or 1, got {priority!r}")
         bids = np.asarray(bids)
         shape = (L.players, L.n_targets, 3)
         if bids.shape != shape:
@@ -318,19 +406,25 @@ class Game:
                 f"seat {seat} {verb} {TOKEN_TYPES[token]} (holds {held[seat, token]}, places {placed[seat, token]});"
                 " every held token must be placed (D3)"
             )
+        cleaned, dropped = clean_bids(bids, L)
+        if priority is not None:
+            ruled = priority_by_rule(cleaned, L)
+            if ruled is not None and ruled != priority:
+                raise IllegalAction(f"priority: the rule (D9) gives seat {ruled} priority, not seat {priority}")
         self.history.append({"bids": bids.copy()})
         self.tokens[: L.players] = 0
-        self.bids[: L.players] = bids
-        self.revealed[:] = self.bids
+        self.bids[: L.players] = cleaned
+        self.bank += dropped
+        self.revealed[:] = 0
+        self.revealed[: L.players] = bids
         self.revealed_round = self.round
         self.winners[:] = -2
         self.scheming_gold[:] = 0
         self.cards_drawn = []
         self.cursor = 0
-        self._clean_bids()
         self.decision = None
         if L.scheming >= 0:
-            self._start_scheming()
+            self._start_scheming(priority)
         else:
             self.phase = RESOLUTION
         self._advance()
@@ -425,48 +519,21 @@ class Game:
 
     # --- bidding and scheming --------------------------------------------------------------------------------
 
-    def _clean_bids(self) -> None:
-        """Illegal tokens to the bank, then everything past the sixth character (RULES.md §3, D16, D18)."""
-        L = self.layout
-        bids = self.bids
-        illegal = bids * ~L.legal
-        if illegal.any():
-            self.bank += illegal.sum((0, 1))
-            bids *= L.legal
-        chars = bids[:, : L.n_characters]
-        has = chars.any(2)
-        over = has & (np.cumsum(has, axis=1) > L.components.max_characters_per_bid)
-        if over.any():
-            self.bank += chars[over].sum(0)
-            chars[over] = 0
-
-    def _start_scheming(self) -> None:
+    def _start_scheming(self, priority: int | None) -> None:
         L = self.layout
         self.phase = SCHEMING
+        first = priority_by_rule(self.bids[:2], L) if priority is None else priority  # D9, before Scheming Gold goes
         gold = self.bids[:, L.scheming, GOLD].copy()
         self.scheming_gold[:] = gold
         self.bank[GOLD] += gold.sum()
         self.bids[:, L.scheming] = 0
-        first = self._priority(gold)
+        if first is None:
+            first = int(self._coin_rng.integers(2))  # D9: seeded coin flip
+        self.history[-1]["priority"] = first
         self._guy_order = (first, 1 - first)
         self._guy_count = 0
         self.guy_last_placer = -1
         self._next_guy_turn()
-
-    def _priority(self, gold: np.ndarray) -> int:
-        """Who places Guy's first bid (RULES.md §6, D9)."""
-        if gold[0] != gold[1]:
-            return 0 if gold[0] > gold[1] else 1
-        L = self.layout
-        keys = self.bids[:2, : L.n_characters] @ L.strength  # (2, n_characters)
-        best = keys.max(1)
-        if best[0] != best[1]:
-            return 0 if best[0] > best[1] else 1
-        if best[0] > 0:
-            where = (keys == best[:, None]).argmax(1)  # the earliest strongest bid
-            if where[0] != where[1]:
-                return 0 if where[0] < where[1] else 1
-        return int(self._coin_rng.integers(2))  # D9: seeded coin flip
 
     def _guy_options(self) -> tuple[np.ndarray, np.ndarray]:
         """Guy's legal placements and their tokens (D10, D11): ok (C, 2, 2) bool, bids (C, 2, 2, 3).
@@ -478,10 +545,12 @@ class Game:
             open_ = ~self.bids[L.puppet, :C].any(1)  # D10: one Guy bid per character ...
             if L.card_space >= 0:
                 open_[L.card_space] = False  # ... and none on the Card space, where there is no contest
-            beat = player_bids * L.beat_keep + L.beat_step  # D11: the weakest legal bid strictly stronger
+            guy = self.tokens[L.puppet]
+            beat, can_beat = guy_beats(player_bids, guy, L.legal[:C])  # D11
+            can_tie = (player_bids <= guy).all(2)
             bids = np.stack([player_bids, beat], axis=2).transpose(1, 0, 2, 3)  # (C, 2, 2, 3)
             offered = (player_bids.any(2) & open_).T  # (C, 2): a player's bid to answer
-            ok = offered[:, :, None] & (bids <= self.tokens[L.puppet]).all(3)
+            ok = offered[:, :, None] & np.stack([can_tie, can_beat], axis=2).transpose(1, 0, 2)
             self._guy_cache = (ok, bids)
         return self._guy_cache
 
@@ -491,7 +560,7 @@ class Game:
         if self._guy_count >= MAX_GUY_BIDS or not self.tokens[L.puppet].any() or not self._guy_options()[0].any():
             self._end_scheming()  # D12: six bids, no tokens, or the player to act cannot place
             return
-        self.decision = Decision(GUY, (self._guy_order[self._guy_count % 2],))
+        self.decision = Pending(GUY, (self._guy_order[self._guy_count % 2],))
 
     def _place_guy(self, character: int, answered: int, mode: int) -> None:
         L = self.layout
@@ -570,9 +639,9 @@ class Game:
         if ch.special == "spy":
             self._spy_owner = winner
             if self._spy_targets(winner).any():
-                self.decision = Decision(SPY, (self._decider(winner),))
+                self.decision = Pending(SPY, (self._decider(winner),))
         elif ch.special == "apothecary" and self._apothecary_first_targets().any():
-            self.decision = Decision(APOTHECARY_FIRST, (self._decider(winner),))
+            self.decision = Pending(APOTHECARY_FIRST, (self._decider(winner),))
 
     def _decider(self, winner: int) -> int:
         """Guy's Spy and Apothecary are decided by whoever placed Guy's last bid this round (RULES.md §6)."""
@@ -618,7 +687,7 @@ class Game:
         ok[:, drawer] = False
         return ok
 
-    def _apply_cube_choice(self, d: Decision, area: int, seat: int) -> None:
+    def _apply_cube_choice(self, d: Pending, area: int, seat: int) -> None:
         cubes, supply = self.cubes, self.supply
         self.decision = None
         if d.kind == SPY:
@@ -629,7 +698,7 @@ class Game:
             supply[owner] -= 1
         elif d.kind == APOTHECARY_FIRST:
             self._apothecary_first = (area, seat)
-            self.decision = Decision(APOTHECARY_SECOND, d.seats)
+            self.decision = Pending(APOTHECARY_SECOND, d.seats)
         elif d.kind == APOTHECARY_SECOND:
             a1, s1 = self._apothecary_first
             self._apothecary_first = None
@@ -673,7 +742,7 @@ class Game:
             if card.tokens != (0, 0, 0):
                 self._pay(seat, np.array(card.tokens, dtype=np.int64))
             if card.remove and self._remove_targets(seat).any():
-                self.decision = Decision(REMOVE, (seat,))
+                self.decision = Pending(REMOVE, (seat,))
 
     # --- end of round, end of game ---------------------------------------------------------------------------
 
@@ -707,7 +776,7 @@ class Game:
         L = self.layout
         self._winner = None
         self.phase = BIDDING  # revealed, winners, scheming_gold and cards_drawn keep the last round's story
-        self.decision = Decision(BID, tuple(range(L.players)))
+        self.decision = Pending(BID, tuple(range(L.players)))
 
     def _score(self) -> None:
         L = self.layout

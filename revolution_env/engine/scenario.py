@@ -30,13 +30,16 @@ from .game import (
     IllegalAction,
     Rules,
     RulesError,
+    clean_bids,
     make_layout,
+    priority_by_rule,
 )
 
 MODES = ("tie", "beat")
+MAX_COUNT = 2**31 - 1  # counts, support and rounds beyond this are no game position (and would overflow int64 sums)
 SCENARIO_KEYS = ("description", "covers", "rules", "seed", "start", "rounds", "expect", "expect_error")
 START_KEYS = ("round", "support", "tokens", "bank", "board", "supply", "deck")
-ROUND_KEYS = ("bids", "guy", "spy", "apothecary", "remove")
+ROUND_KEYS = ("bids", "priority", "guy", "spy", "apothecary", "remove")
 
 
 class ScenarioError(ValueError):
@@ -92,7 +95,7 @@ def _round_state(game: Game) -> dict[str, Any]:
         "phase": game.phase,
         "bids": [_bid_dict(game, row) for row in game.bids],
         "resolved": {L.target_names[c]: int(w) for c, w in enumerate(game.winners) if w >= -1},
-        "pending": None if d is None else {"decision": d.kind, "seats": list(d.seats)},
+        "pending": None if d is None else {"decision": str(d.kind), "seats": list(d.seats)},
     }
 
 
@@ -125,6 +128,8 @@ def load_json(path: str) -> Any:
         raise ScenarioError(f"cannot read {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise ScenarioError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
 
 
 def new_game(data: dict[str, Any]) -> Game:
@@ -238,8 +243,8 @@ def _int_list(value: Any, n: int, field: str) -> list[int]:
     if not isinstance(value, list) or len(value) != n:
         raise ScenarioError(f"expected a list of {n} integers, one per seat", field=field)
     for v in value:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ScenarioError(f"expected non-negative integers, got {v!r}", field=field)
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_COUNT:
+            raise ScenarioError(f"expected non-negative integers up to {MAX_COUNT}, got {v!r}", field=field)
     return value
 
 
@@ -252,8 +257,9 @@ def _token_obj(value: Any, field: str, *, round: int | None = None, seat: int | 
         if name not in TOKEN_TYPES:
             raise ScenarioError(f"unknown token type {name!r} (force, blackmail or gold)", field=f"{field}.{name}",
                                 **where)  # fmt: skip
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ScenarioError(f"expected a non-negative integer, got {n!r}", field=f"{field}.{name}", **where)
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_COUNT:
+            raise ScenarioError(f"expected a non-negative integer up to {MAX_COUNT}, got {n!r}",
+                                field=f"{field}.{name}", **where)  # fmt: skip
         counts[TOKEN_TYPES.index(name)] = n
     return counts
 
@@ -297,7 +303,7 @@ def play_round(game: Game, spec: Any) -> None:
     array = np.zeros((L.players, L.n_targets, 3), dtype=np.int64)
     for seat, bid in enumerate(bids):
         array[seat] = parse_bid(game, bid, round=r, seat=seat)
-    game.submit_bids(array)
+    game.submit_bids(array, _priority(game, spec, array, r))
 
     guy = _list(spec, "guy", r)
     removes = _list(spec, "remove", r)
@@ -355,6 +361,28 @@ def play_round(game: Game, spec: Any) -> None:
     if "apothecary" in spec and not used["apothecary"]:
         raise ScenarioError("given but not asked: nobody won the Apothecary with a swap to make", round=r,
                             field="apothecary")  # fmt: skip
+
+
+def _priority(game: Game, spec: dict[str, Any], bids: np.ndarray, r: int) -> int | None:
+    """The round's ``priority`` (two-player variant): required where D9 comes to the coin flip, since a scenario
+    carries no random draws; checked against the rule otherwise."""
+    L = game.layout
+    given = spec.get("priority")
+    if L.puppet < 0:
+        if given is not None:
+            raise ScenarioError("there is no Scheming priority outside the two-player variant", round=r,
+                                field="priority")  # fmt: skip
+        return None
+    if given is not None and (isinstance(given, bool) or given not in (0, 1)):
+        raise ScenarioError(f"expected seat 0 or 1, got {given!r}", round=r, field="priority")
+    ruled = priority_by_rule(clean_bids(bids, L)[0], L)
+    if ruled is None and given is None:
+        raise ScenarioError("required: Scheming Gold and the strongest bids are equal, so priority comes to the coin"
+                            " flip (D9); give the seat that places Guy's first bid", round=r, field="priority")  # fmt: skip
+    if ruled is not None and given is not None and given != ruled:
+        raise ScenarioError(f"seat {given} contradicts the rule (D9), which gives seat {ruled} priority", round=r,
+                            field="priority")  # fmt: skip
+    return given
 
 
 def _field_of(kind: str, used: dict[str, Any]) -> str:
@@ -449,6 +477,8 @@ def export_game(game: Game) -> dict[str, Any]:
     out_rounds = []
     for log in rounds:
         entry: dict[str, Any] = {"bids": [_bid_dict(game, b) for b in log["bids"]]}
+        if "priority" in log:
+            entry["priority"] = log["priority"]
         if "guy" in log:
             entry["guy"] = [
                 "pass" if g is None else {"character": names[g[0]], "answer": g[1], "mode": MODES[g[2]]}

@@ -3,7 +3,7 @@
 
 | Import             | `import revolution_env; revolution_env.env(players=3)`            |
 |--------------------|-------------------------------------------------------------------|
-| Environment id     | `revolution_v1` (AEC and Parallel, `pettingzoo.make`)             |
+| Environment id     | `revolution_v2` (AEC and Parallel, `pettingzoo.make`)             |
 | Actions            | MultiDiscrete, masked                                             |
 | Parallel API       | Yes (`revolution_env.parallel_env`)                               |
 | Manual control     | `revolution play`                                                 |
@@ -24,14 +24,17 @@ is full; areas are scored by the player with strictly the most cubes. The rules 
 `players` (2, 3, 4; default 3), `bid_refunds` (default: on for 2 players and the first edition, else off),
 `area_control_bonus` (False), `first_edition` (False), `max_rounds` (100), `reward` (`"win_loss"` or
 `"margin"`), `board` (`"standard"` or a path to a board JSON file), `render_mode` (`"ansi"`, `"human"`,
-`"rgb_array"`). An unknown option or a bad value raises `ValueError` naming it.
+`"rgb_array"`), `illegal` (`"terminate"` or `"raise"`, see "Illegal actions"; `raw_env` always raises). An unknown
+option or a bad value raises `ValueError` naming it.
 
 ## Decisions
-An agent is asked one decision at a time; `infos[agent]["decision"]` names it: `bid` (every round, every player;
-in the AEC API players bid one after another but see nothing of the others' bids until all have bid),
-`guy` (two-player Scheming phase: place one bid for the puppet), `spy`, `apothecary_first`,
-`apothecary_second` (the winner, or for the puppet the player who placed its last bid), `remove` (first
-edition's "Remove 1 Influence" card), or `none`.
+An agent is asked one decision at a time; `infos[agent]["decision"]` is a `revolution_env.Decision` (an `IntEnum`:
+infos hold numbers only, so that libraries can turn them into tensors; `str()` gives the lower-case name) and
+`infos[agent]["illegal_action"]` is 0, or 1 for the agent whose illegal action ended the game. Decisions: `BID`
+(every round, every player; in the AEC API players bid one after another but see nothing of the others' bids
+until all have bid), `GUY` (two-player Scheming phase: place one bid for the puppet), `SPY`, `APOTHECARY_FIRST`,
+`APOTHECARY_SECOND` (the winner, or for the puppet the player who placed its last bid), `REMOVE` (first
+edition's "Remove 1 Influence" card), or `NONE`.
 
 ## Action space
 `MultiDiscrete([C] + [T] * K)`, a subclass whose `sample` also takes the flat mask.
@@ -55,8 +58,14 @@ the form `sb3_contrib.MaskablePPO` takes; `revolution_env.split_mask(mask, nvec)
 The mask is exact: a token may go only to targets that accept its type; a choice is unmasked if and only if the
 rules allow it. The only limits a per-dimension mask cannot express are settled by the rules: characters past
 the sixth, and Gold past the third on the Card space, go to the bank with no effect. The unwrapped env raises
-`IllegalActionError` (a `ValueError`) naming the offending dimension; `env()` ends the game with -1 to the
-offender, as PettingZoo's `TerminateIllegalWrapper` does.
+`IllegalActionError` (a `ValueError`) naming the agent, the decision and the offending dimension, before
+anything changes.
+
+## Illegal actions
+Option `illegal` of `env()` and `parallel_env()`: `"terminate"` (default; PettingZoo classic's convention) ends
+the game at once: the offender gets -1, every other player 0, all are terminated, the offender's
+`infos[agent]["illegal_action"]` is 1, and PettingZoo logs one warning. `"raise"` raises `IllegalActionError`
+instead, and nothing changes. A Parallel step checks every agent's action before applying any.
 
 ## Observation space
 A seat-relative float32 vector of what the player may know: round, phase, the decision asked, everyone's
@@ -74,6 +83,9 @@ player's final support minus the best other seat's (the puppet included), divide
 before the end. A game not over at the end of round `max_rounds` is truncated and scored (D8).
 
 ## Version history
+- v2: Guy's beat is the answered bid plus one token of his lowest-value type available (D11 revised); infos hold
+  numbers only (`Decision`, `illegal_action`); option `illegal`; a scenario round gives `priority` where D9 comes
+  to the coin flip, and exported games give it in every round. v1 checkpoints load with a warning.
 - v1: first release.
 """
 
@@ -93,6 +105,15 @@ from .spaces import MaskedMultiDiscrete, flat_mask, split_mask
 # `revolution_env.env` is also the name of this package's AEC constructor: give it the documentation page, so
 # that `help(revolution_env.env)` shows it.
 env.__doc__ = f"{env.__doc__}\n{__doc__}"
+
+
+def replaced_v1(**options: Any) -> Any:
+    """``revolution_v1`` in PettingZoo's registry: it was replaced by ``revolution_v2``."""
+    raise ValueError(
+        "revolution_v1 is replaced by revolution_v2: pettingzoo.make('aec', 'revolution_v2') or revolution_env.env()."
+        " v2 changes Guy's beat (D11 revised), infos hold numbers (revolution_env.Decision), and illegal actions"
+        " follow the `illegal` option (see the README, 'v1 -> v2')"
+    )
 
 
 def _core(environment: Any):
@@ -134,5 +155,6 @@ __all__ = [
     "observation_layout",
     "parallel_env",
     "raw_env",
+    "replaced_v1",
     "split_mask",
 ]

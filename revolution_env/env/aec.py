@@ -10,18 +10,21 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
 
 from ..engine.game import OVER
-from .core import ENV_NAME, RENDER_MODES, Core, CoreAccess, EnvConfig
+from .core import ENV_NAME, ILLEGAL_REWARD, RENDER_MODES, Core, CoreAccess, EnvConfig
 from .encoding import IllegalActionError
 
 
 class raw_env(CoreAccess, AECEnv):
-    """Revolution! as an AEC environment (see the package docstring of ``revolution_env.env``)."""
+    """Revolution! as an AEC environment (see the package docstring of ``revolution_env.env``). An illegal action
+    raises :class:`IllegalActionError` before anything changes."""
 
     metadata = {"name": ENV_NAME, "render_modes": list(RENDER_MODES), "is_parallelizable": False, "render_fps": 1}
 
     def __init__(self, **options: Any) -> None:
         super().__init__()
-        self.config = EnvConfig.from_options(options)
+        if options.get("illegal", "raise") != "raise":
+            raise ValueError(f"illegal: raw_env always raises, got {options['illegal']!r} (env() takes 'terminate')")
+        self.config = EnvConfig.from_options({**options, "illegal": "raise"})
         self.render_mode = self.config.render_mode
         self.core = Core(self.config)
         self.possible_agents = list(self.core.agents)
@@ -48,6 +51,8 @@ class raw_env(CoreAccess, AECEnv):
         return self.core.observe(self._seat[agent])
 
     def step(self, action: Any) -> None:
+        if not self.agents:
+            raise RuntimeError("step: the game is over and every agent is done; call reset() to start a new one")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
@@ -70,15 +75,17 @@ class raw_env(CoreAccess, AECEnv):
             self.render()
 
     def _update_infos(self) -> None:
+        infos = self.core.infos()
         for a in self.agents:
-            self.infos[a] = {"decision": self.core.kind(self._seat[a])}
+            self.infos[a] = infos[self._seat[a]]
 
 
 class TerminateIllegalWrapper(wrappers.BaseWrapper):
     """PettingZoo's TerminateIllegalWrapper for a MultiDiscrete mask: an action that breaks the mask ends the
-    game, the offender gets ``illegal_reward`` and everyone else 0."""
+    game (terminated), the offender gets ``illegal_reward`` and everyone else 0, and the offender's info says
+    ``illegal_action: 1``."""
 
-    def __init__(self, env: AECEnv, illegal_reward: float = -1.0) -> None:
+    def __init__(self, env: AECEnv, illegal_reward: float = ILLEGAL_REWARD) -> None:
         super().__init__(env)
         self._illegal_reward = illegal_reward
 
@@ -98,16 +105,17 @@ class TerminateIllegalWrapper(wrappers.BaseWrapper):
     def step(self, action: Any) -> None:
         raw = self.env.unwrapped
         agent = self.agent_selection
-        if not (raw.terminations[agent] or raw.truncations[agent]):
+        if raw.agents and not (raw.terminations[agent] or raw.truncations[agent]):
             try:
                 self.env.step(action)  # the raw env checks the action before it changes anything
             except IllegalActionError:
                 EnvLogger.warn_on_illegal_move()
                 raw._cumulative_rewards[agent] = 0.0
                 raw.terminations = dict.fromkeys(raw.agents, True)
-                raw.truncations = dict.fromkeys(raw.agents, True)
+                raw.truncations = dict.fromkeys(raw.agents, False)
                 raw.rewards = dict.fromkeys(raw.agents, 0.0)
                 raw.rewards[agent] = float(self._illegal_reward)
+                raw.infos[agent] = {**raw.infos[agent], "illegal_action": 1}
                 raw._accumulate_rewards()
                 raw._deads_step_first()
             return
@@ -125,6 +133,10 @@ class OrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):
 
 
 def env(**options: Any) -> AECEnv:
-    """The AEC environment with PettingZoo's usual safety wrappers (illegal actions end the game with -1 to the
-    offender; calls out of order raise)."""
-    return OrderEnforcingWrapper(TerminateIllegalWrapper(raw_env(**options), illegal_reward=-1.0))
+    """The AEC environment with PettingZoo's usual safety wrappers. ``illegal="terminate"`` (default): an illegal
+    action ends the game with -1 to the offender and 0 to the others; ``illegal="raise"``: it raises
+    :class:`IllegalActionError`. Calls out of order raise."""
+    illegal = EnvConfig.from_options(options).illegal  # checks every option before anything is built
+    raw = raw_env(**{k: v for k, v in options.items() if k != "illegal"})
+    inner = TerminateIllegalWrapper(raw) if illegal == "terminate" else raw
+    return OrderEnforcingWrapper(inner)

@@ -11,14 +11,15 @@ import numpy as np
 from gymnasium import spaces
 
 from ..engine.components import BoardError
-from ..engine.game import BID, Game, Rules, RulesError, make_layout
+from ..engine.game import BID, Decision, Game, Rules, RulesError, make_layout
 from .encoding import NONE, Codec
 from .observation import ObservationLayout
 from .spaces import MaskedMultiDiscrete
 
-ENV_NAME = "revolution_v1"
+ENV_NAME = "revolution_v2"
 REWARDS = ("win_loss", "margin")
 RENDER_MODES = ("ansi", "human", "rgb_array")
+ILLEGAL = ("terminate", "raise")
 OPTIONS = (
     "players",
     "bid_refunds",
@@ -28,8 +29,11 @@ OPTIONS = (
     "reward",
     "board",
     "render_mode",
+    "illegal",
 )
+ENV_OPTIONS = ("reward", "render_mode", "illegal")  # the options that are not rules of the game
 MARGIN_SCALE = 100.0
+ILLEGAL_REWARD = -1.0
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class EnvConfig:
     rules: Rules
     reward: str = "win_loss"
     render_mode: str | None = None
+    illegal: str = "terminate"
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> EnvConfig:
@@ -49,12 +54,15 @@ class EnvConfig:
         render_mode = options.get("render_mode")
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode: expected one of {', '.join(RENDER_MODES)} or None, got {render_mode!r}")
-        rule_options = {k: v for k, v in options.items() if k not in ("reward", "render_mode")}
+        illegal = options.get("illegal", "terminate")
+        if illegal not in ILLEGAL:
+            raise ValueError(f"illegal: expected one of {', '.join(ILLEGAL)}, got {illegal!r}")
+        rule_options = {k: v for k, v in options.items() if k not in ENV_OPTIONS}
         try:
             rules = Rules(**rule_options)
         except RulesError as exc:
             raise ValueError(str(exc)) from None
-        return cls(rules, reward, render_mode)
+        return cls(rules, reward, render_mode, illegal)
 
 
 class Core:
@@ -75,9 +83,10 @@ class Core:
         self._pending = np.zeros((self.layout.players, self.layout.n_targets, 3), dtype=np.int64)
 
     def observation_space(self) -> spaces.Dict:
+        low, high = self.obs_layout.bounds()
         return spaces.Dict(
             {
-                "observation": spaces.Box(-np.inf, np.inf, (self.obs_layout.size,), np.float32),
+                "observation": spaces.Box(low, high, (self.obs_layout.size,), np.float32),
                 "action_mask": spaces.Box(0, 1, (self.codec.size,), np.int8),
             }
         )
@@ -92,8 +101,8 @@ class Core:
 
     # --- per seat ----------------------------------------------------------------------------------------------
 
-    def kind(self, seat: int) -> str:
-        """The decision ``seat`` faces now (``none`` if nothing)."""
+    def kind(self, seat: int) -> Decision:
+        """The decision ``seat`` faces now (``Decision.NONE`` if nothing)."""
         d = self.game.decision
         if d is None:
             return NONE
@@ -119,9 +128,17 @@ class Core:
     # --- acting ------------------------------------------------------------------------------------------------
 
     def act(self, seat: int, action: Any, agent: str) -> None:
-        """Apply one agent's action (a bid is held until every player has bid)."""
+        """Check and apply one agent's action (a bid is held until every player has bid)."""
+        self.apply(seat, self.check(seat, action, agent))
+
+    def check(self, seat: int, action: Any, agent: str) -> np.ndarray:
+        """The action as an int64 array, or :class:`IllegalActionError` naming the agent, the decision and what
+        breaks the mask; nothing changes."""
+        return self.codec.check(action, self.mask(seat), agent, self.kind(seat))
+
+    def apply(self, seat: int, a: np.ndarray) -> None:
+        """Apply an action that :meth:`check` has accepted."""
         kind = self.kind(seat)
-        a = self.codec.check(action, self.mask(seat), agent, kind)
         self._masks = [None] * self.layout.players  # every action changes what someone may do
         if kind == BID:
             self._pending[seat] = self.codec.bid_counts(a, self.game.tokens[seat])
@@ -142,6 +159,10 @@ class Core:
         return d.seats[0]
 
     # --- the end -----------------------------------------------------------------------------------------------
+
+    def infos(self) -> list[dict[str, int]]:
+        """Per player: numbers only, so that libraries can turn infos into tensors (``revolution_v2``)."""
+        return [{"decision": self.kind(s), "illegal_action": 0} for s in range(self.layout.players)]
 
     def rewards(self) -> list[float]:
         """Final rewards per player: ``win_loss`` (+1 winners, -1 others) or ``margin`` (final support minus the

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from ..engine.components import TOKEN_TYPES
-from ..engine.game import APOTHECARY_FIRST, APOTHECARY_SECOND, BID, GUY, REMOVE, SPY, Game, IllegalAction, Layout
+from ..engine.game import BID, GUY, Decision, Game, IllegalAction, Layout
 
-NONE = "none"
-KINDS = (NONE, BID, GUY, SPY, APOTHECARY_FIRST, APOTHECARY_SECOND, REMOVE)
+NONE = Decision.NONE
+KINDS = tuple(Decision)  # NONE, BID, GUY, SPY, APOTHECARY_FIRST, APOTHECARY_SECOND, REMOVE: value = index
 MODES = ("tie", "beat")
 
 
@@ -99,7 +99,7 @@ class Codec:
         a = a.astype(np.int64, copy=False)
         # one unsigned comparison catches values below 0 and past the dimension's size
         if (a.view(np.uint64) >= self._nvec_u).any() or not mask[self.offsets + a].all():
-            raise IllegalActionError(f"{agent}: illegal action for decision {kind!r}: {self._why(a, mask, kind)}")
+            raise IllegalActionError(f"{agent}: illegal action for decision {kind}: {self._why(a, mask, kind)}")
         return a
 
     def _why(self, a: np.ndarray, mask: np.ndarray, kind: str) -> str:

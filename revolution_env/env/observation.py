@@ -12,12 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engine.game import BIDDING, OVER, RESOLUTION, SCHEMING, Game
+from ..engine.game import BIDDING, OVER, RESOLUTION, SCHEMING, Decision, Game
 from .encoding import KINDS, Codec
 
 PHASES = (BIDDING, SCHEMING, RESOLUTION, OVER)
 PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
-KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ class ObservationLayout:
             ("round", (1,), 20.0, "the round being played (1, 2, ...)"),
             ("rounds_left", (1,), float(L.rules.max_rounds), "max_rounds minus round"),
             ("phase", (4,), 1.0, "one-hot: bidding, scheming, resolution, over"),
-            ("decision", (len(KINDS),), 1.0, "one-hot of what the observer is asked: " + ", ".join(KINDS)),
+            ("decision", (len(KINDS),), 1.0, "one-hot of what the observer is asked: " + ", ".join(map(str, KINDS))),
             ("for_puppet", (1,), 1.0, "1 when the observer decides for the puppet (Guy's Spy or Apothecary)"),
             ("can_decline", (1,), 1.0, "1 when the pending decision may be declined or passed"),
             ("tokens", (S, 3), 10.0, "tokens held per seat: force, blackmail, gold (public, RULES.md §2)"),
@@ -131,9 +130,47 @@ class ObservationLayout:
             rows.append(f"{f.name:<17} {f'{f.start}:{f.stop}':<11} {str(f.shape):<12} {f.doc}")
         return "\n".join(rows)
 
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds that hold every observation vector of this variant (raw counts, not scaled): from
+        the components (token totals, spaces, cubes) and ``max_rounds`` (the support a game can gather in that
+        many rounds). The observation spaces declare them, so that ``space.contains`` means something."""
+        obs_layout, layout = self, self.codec.layout
+        comp = layout.components
+        rounds = layout.rules.max_rounds
+        per_round = sum(ch.support for ch in layout.card) + max((c.support for c in comp.deck), default=0) * 3
+        support = per_round * rounds * layout.seats
+        score = (
+            support
+            + int(np.dot(layout.totals, layout.token_points))
+            + int(layout.area_support.sum())
+            + 10 * len(layout.spaces)
+        )
+        totals = layout.totals.astype(np.float64)
+        high = np.ones(obs_layout.size, dtype=np.float64)
+        limits = {
+            "round": rounds,
+            "rounds_left": rounds,
+            "tokens": np.tile(totals, obs_layout.seats),
+            "support": support,
+            "supply": comp.cubes_per_seat,
+            "bank": totals,
+            "cubes": np.repeat(layout.spaces, obs_layout.seats),
+            "bids": np.tile(totals, obs_layout.seats * obs_layout.targets),
+            "free": layout.spaces,
+            "scheming_gold": totals[2],
+            "guy_bids": 6,
+            "cards_drawn": 3,
+            "deck_left": len(comp.deck),
+            "final_support": score,
+        }
+        for name, f in obs_layout.features.items():
+            if name in limits:
+                high[f.start : f.stop] = limits[name]
+        return np.zeros(obs_layout.size, dtype=np.float32), high.astype(np.float32)
+
     # --- building ----------------------------------------------------------------------------------------------
 
-    def build(self, game: Game, seat: int, kind: str) -> np.ndarray:
+    def build(self, game: Game, seat: int, kind: Decision) -> np.ndarray:
         """The observation vector of ``seat``, who faces decision ``kind``."""
         c = self.codec
         perm, inv = c.perm[seat], c.inv[seat]
@@ -142,12 +179,12 @@ class ObservationLayout:
         v[f["round"]] = game.round
         v[f["rounds_left"]] = game.rules.max_rounds - game.round
         v[f["phase"] + PHASE_INDEX[game.phase]] = 1
-        v[f["decision"] + KIND_INDEX[kind]] = 1
+        v[f["decision"] + kind] = 1
         L = game.layout
-        if kind != "none" and kind != "bid":
+        if kind not in (Decision.NONE, Decision.BID):
             v[f["can_decline"]] = game.can_decline()
-            if L.puppet >= 0 and kind in ("spy", "apothecary_first", "apothecary_second"):
-                v[f["for_puppet"]] = game.winners[L.spy if kind == "spy" else L.apothecary] == L.puppet
+            if L.puppet >= 0 and kind in (Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND):
+                v[f["for_puppet"]] = game.winners[L.spy if kind == Decision.SPY else L.apothecary] == L.puppet
         public = np.concatenate(
             (game.tokens.ravel(), game.support, game.supply, game.bank, game.cubes.ravel(), game.revealed.ravel())
         )
@@ -158,7 +195,7 @@ class ObservationLayout:
             v[self._winner_base + self._winner_col[seat][game.winners + 2]] = 1
         else:
             v[self._winner_base] = 1  # unresolved
-        if kind == "apothecary_second":
+        if kind == Decision.APOTHECARY_SECOND:
             area, s = game._apothecary_first
             v[f["apothecary_first"] + area * self.seats + inv[s]] = 1
         if self.puppet:
@@ -226,7 +263,7 @@ class ObservationView:
     round: int
     rounds_left: int
     phase: str
-    decision: str
+    decision: Decision
     for_puppet: bool
     can_decline: bool
     tokens: np.ndarray  # (S, 3)

@@ -1,5 +1,5 @@
 """The Parallel environment: bidding is one simultaneous step; every other decision is a step in which only
-the deciding agent has a non-trivial mask (the others must send the all-zero action, or nothing)."""
+the deciding agent has a non-trivial mask (the others send the all-zero action, or nothing)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,18 @@ from typing import Any
 
 import numpy as np
 from pettingzoo import ParallelEnv
+from pettingzoo.utils.env_logger import EnvLogger
 
 from ..engine.game import BID, OVER
-from .core import ENV_NAME, RENDER_MODES, Core, CoreAccess, EnvConfig
-from .encoding import NONE
+from .core import ENV_NAME, ILLEGAL_REWARD, RENDER_MODES, Core, CoreAccess, EnvConfig
+from .encoding import NONE, IllegalActionError
 
 
 class parallel_env(CoreAccess, ParallelEnv):
+    """Revolution! in the Parallel API. ``illegal="terminate"`` (default): an illegal action ends the game with -1
+    to each offender and 0 to the others; ``illegal="raise"``: :class:`IllegalActionError`. Either way, a step's
+    actions are all checked before any is applied."""
+
     metadata = {"name": ENV_NAME, "render_modes": list(RENDER_MODES), "is_parallelizable": True, "render_fps": 1}
 
     def __init__(self, **options: Any) -> None:
@@ -35,6 +40,8 @@ class parallel_env(CoreAccess, ParallelEnv):
 
     def step(self, actions: dict[str, Any]):
         core = self.core
+        if not self.agents:
+            raise RuntimeError("step: the game is over; call reset() to start a new one")
         unknown = [a for a in actions if a not in self.agents]
         if unknown:
             raise ValueError(f"actions: {unknown[0]!r} is not a live agent (agents: {self.agents})")
@@ -42,12 +49,23 @@ class parallel_env(CoreAccess, ParallelEnv):
         deciders = self.agents if d.kind == BID else [self.agents[d.seats[0]]]
         for agent in deciders:
             if agent not in actions:
-                raise ValueError(f"actions: {agent} must act now (decision {core.kind(core.seat_of[agent])!r})")
-        for agent, action in actions.items():
-            if agent not in deciders:  # nothing to decide: only the all-zero action is legal
-                core.codec.check(action, core.codec.mask(core.game, core.seat_of[agent], NONE), agent, NONE)
+                raise ValueError(f"actions: {agent} must act now (decision {core.kind(core.seat_of[agent])})")
+        checked, offenders = {}, []
+        for agent, action in actions.items():  # every action checked before any is applied
+            seat = core.seat_of[agent]
+            try:
+                if agent in deciders:
+                    checked[agent] = core.check(seat, action, agent)
+                else:  # nothing to decide: only the all-zero action is legal
+                    core.codec.check(action, core.codec.mask(core.game, seat, NONE), agent, NONE)
+            except IllegalActionError:
+                if self.config.illegal == "raise":
+                    raise
+                offenders.append(agent)
+        if offenders:
+            return self._end_illegal(offenders)
         for agent in deciders:
-            core.act(core.seat_of[agent], actions[agent], agent)
+            core.apply(core.seat_of[agent], checked[agent])
         over = core.game.phase == OVER
         rewards = dict.fromkeys(self.agents, 0.0)
         if over:
@@ -61,8 +79,21 @@ class parallel_env(CoreAccess, ParallelEnv):
             self.render()
         return observations, rewards, terminations, truncations, infos
 
+    def _end_illegal(self, offenders: list[str]):
+        """PettingZoo classic's convention: the game ends at once, -1 to each offender, 0 to everyone else."""
+        EnvLogger.warn_on_illegal_move()
+        observations, infos = self._observations(), self._infos()
+        rewards = {a: ILLEGAL_REWARD if a in offenders else 0.0 for a in self.agents}
+        for a in offenders:
+            infos[a]["illegal_action"] = 1
+        terminations = dict.fromkeys(self.agents, True)
+        truncations = dict.fromkeys(self.agents, False)
+        self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
     def _observations(self) -> dict[str, dict[str, np.ndarray]]:
         return {a: self.core.observe(i) for i, a in enumerate(self.possible_agents) if a in self.agents}
 
-    def _infos(self) -> dict[str, dict[str, str]]:
-        return {a: {"decision": self.core.kind(i)} for i, a in enumerate(self.possible_agents) if a in self.agents}
+    def _infos(self) -> dict[str, dict[str, int]]:
+        infos = self.core.infos()
+        return {a: infos[i] for i, a in enumerate(self.possible_agents) if a in self.agents}

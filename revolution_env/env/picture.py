@@ -37,7 +37,7 @@ from ..engine.game import (
     Rules,
     make_layout,
 )
-from ..text import layout_seat_names
+from .text import layout_seat_names
 
 WIDTH, HEIGHT, DPI = 1280, 800, 100
 

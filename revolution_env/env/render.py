@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..text import render as render_text
+from .text import render as render_text
 
 
 def render_frame(core: Any, mode: str) -> Any:

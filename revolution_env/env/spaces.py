@@ -36,8 +36,10 @@ class MaskedMultiDiscrete(MultiDiscrete):
         self._regular = len(self.nvec) > 1 and bool(np.all(self.nvec[1:] == self.nvec[1]))
 
     def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
-        if mask is None or probability is not None or isinstance(mask, tuple):
+        if probability is not None:  # Gymnasium >= 1.1 only
             return super().sample(mask=mask, probability=probability)
+        if mask is None or isinstance(mask, tuple):
+            return super().sample(mask=mask)
         mask = np.asarray(mask)
         n = self._size
         if mask.ndim != 1 or mask.shape[0] != n:

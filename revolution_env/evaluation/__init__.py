@@ -11,9 +11,9 @@ Every game's seed comes from (seed, game index), games are gathered in game orde
 seeds derived from the game's: an evaluation depends on its seed alone, not on the number of workers.
 """
 
-from .play import GameResult, IllegalMoveError, play_game
+from ..agents.runner import GameResult, IllegalMoveError, play_game
 from .report import print_table, write_all
-from .runner import Evaluation, evaluate_lineup, evaluate_pool, game_seed, name_agents, seat_orders
+from .runner import Evaluation, evaluate_gauntlet, evaluate_lineup, evaluate_pool, game_seed, name_agents, seat_orders
 from .stats import AgentStats, aggregate, head_to_head, wilson_interval
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "GameResult",
     "IllegalMoveError",
     "aggregate",
+    "evaluate_gauntlet",
     "evaluate_lineup",
     "evaluate_pool",
     "game_seed",

@@ -7,11 +7,14 @@ import shlex
 import sys
 from typing import Any, NoReturn
 
-from .runner import default_workers, evaluate_lineup, evaluate_pool
+from .runner import default_workers, evaluate_gauntlet, evaluate_lineup, evaluate_pool
 
 DESCRIPTION = """Evaluate agents: a lineup (--agents, one spec per seat) or a round robin (--pool). Every lineup is
 rotated over all seat orders; the evaluation is reproducible from --seed whatever --workers is. Agent specs:
 random, a heuristic's name, or a checkpoint file (.zip/.pt)."""
+
+
+GAUNTLET_OPPONENTS = ("value", "bargain", "area")
 
 
 class UsageError(ValueError):
@@ -20,17 +23,37 @@ class UsageError(ValueError):
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``eval`` with the ``revolution`` command line."""
-    from ..cli import add_rule_options
+    from ..cli_options import add_rule_options
 
     p = subparsers.add_parser("eval", help="evaluate agents: a lineup or a round robin", description=DESCRIPTION)
     add_rule_options(p)
     p.add_argument("--agents", nargs="+", metavar="SPEC", help="a lineup: one agent spec per player")
     p.add_argument("--pool", nargs="+", metavar="SPEC", help="a round robin over every lineup of these agents")
+    p.add_argument(
+        "--gauntlet",
+        metavar="SPEC",
+        help="one agent against every table of --opponents; the worst table is the headline",
+    )
+    p.add_argument(
+        "--opponents",
+        nargs="+",
+        metavar="SPEC",
+        default=list(GAUNTLET_OPPONENTS),
+        help=f"the gauntlet's opponents (default: {' '.join(GAUNTLET_OPPONENTS)})",
+    )
     p.add_argument("--games", type=int, default=100, help="games per lineup (default 100)")
     p.add_argument("--seed", type=int, default=0, help="the seed of the whole evaluation (default 0)")
     p.add_argument("--out", metavar="DIR", help="write results.json, games.jsonl, report.md and plots here")
     p.add_argument(
         "--workers", type=int, default=None, help=f"processes that play the games (default {default_workers()})"
+    )
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="play the games on Ray: alone, a local instance (or RAY_ADDRESS); with an address, that cluster"
+        " (auto, HOST:6379, ray://HOST:10001). The same seeds give the same results as a local run",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar and no table")
     p.set_defaults(func=cmd_eval)
@@ -59,8 +82,8 @@ def env_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def check_args(args: argparse.Namespace) -> None:
     """Raise UsageError (one line) for input that cannot be evaluated."""
-    if (args.agents is None) == (args.pool is None):
-        raise UsageError("give exactly one of --agents (a lineup) and --pool (a round robin)")
+    if sum(x is not None for x in (args.agents, args.pool, args.gauntlet)) != 1:
+        raise UsageError("give exactly one of --agents (a lineup), --pool (a round robin) and --gauntlet (one agent)")
     if args.players not in (2, 3, 4):
         raise UsageError(f"--players: expected 2, 3 or 4, got {args.players}")
     if args.agents is not None and len(args.agents) != args.players:
@@ -82,7 +105,12 @@ def check_args(args: argparse.Namespace) -> None:
 def command_line(args: argparse.Namespace) -> str:
     """The command that reproduces this evaluation, every option spelled out."""
     words = ["revolution", "eval", "--players", str(args.players)]
-    words += ["--agents", *args.agents] if args.agents is not None else ["--pool", *args.pool]
+    if args.agents is not None:
+        words += ["--agents", *args.agents]
+    elif args.pool is not None:
+        words += ["--pool", *args.pool]
+    else:
+        words += ["--gauntlet", args.gauntlet, "--opponents", *args.opponents]
     words += ["--games", str(args.games), "--seed", str(args.seed)]
     for flag in ("bid_refunds", "area_control_bonus", "first_edition"):
         if getattr(args, flag):
@@ -96,21 +124,37 @@ def command_line(args: argparse.Namespace) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .report import print_table, write_all
+    from .report import print_gauntlet, print_table, write_all
 
     try:
         check_args(args)
         options = env_options(args)
         progress = False if args.quiet else None
         if args.agents is not None:
-            evaluation = evaluate_lineup(args.agents, args.games, args.seed, options, args.workers, progress)
+            evaluation = evaluate_lineup(args.agents, args.games, args.seed, options, args.workers, progress, args.ray)
+        elif args.pool is not None:
+            evaluation = evaluate_pool(
+                args.pool, args.players, args.games, args.seed, options, args.workers, progress, args.ray
+            )
         else:
-            evaluation = evaluate_pool(args.pool, args.players, args.games, args.seed, options, args.workers, progress)
+            evaluation = evaluate_gauntlet(
+                args.gauntlet,
+                args.opponents,
+                args.players,
+                args.games,
+                args.seed,
+                options,
+                args.workers,
+                progress,
+                args.ray,
+            )
     except (ValueError, NotImplementedError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:
         print_table(evaluation)
+        if evaluation.gauntlet is not None:
+            print_gauntlet(evaluation)
     if args.out:
         written = write_all(evaluation, args.out, command_line(args))
         if not args.quiet:

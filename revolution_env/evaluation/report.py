@@ -19,6 +19,7 @@ GAMES = "games.jsonl"
 REPORT = "report.md"
 WIN_RATES_PLOT = "win_rates.png"
 HEAD_TO_HEAD_PLOT = "head_to_head.png"
+GAUNTLET_PLOT = "gauntlet.png"
 
 
 def ranked(evaluation: Evaluation) -> list[str]:
@@ -67,12 +68,15 @@ def table_rows(evaluation: Evaluation, terse: bool = False) -> list[tuple[str, .
 
 
 def print_table(evaluation: Evaluation, console: Any = None) -> None:
-    """The table on the terminal (rich)."""
+    """The table on a terminal (rich); elsewhere (a log file, CI) plain Markdown, in full whatever the width."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
     console = console or Console()
+    if not console.is_terminal:
+        print(markdown_tables(evaluation))
+        return
     title = f"{evaluation.mode}: {evaluation.players} players, {len(evaluation.results)} games, seed {evaluation.seed}"
     table = Table(title=title, box=box.SIMPLE_HEAVY)
     for i, column in enumerate(SHORT_COLUMNS):
@@ -89,6 +93,22 @@ def print_table(evaluation: Evaluation, console: Any = None) -> None:
         for row in names:
             h2h.add_row(row, *(_rate(evaluation.head_to_head[row][col]) for col in names))
         console.print(h2h)
+
+
+def markdown_tables(evaluation: Evaluation) -> str:
+    """The agents' table (and the head-to-head matrix of a pool) as Markdown: no width limit."""
+    title = f"{evaluation.mode}: {evaluation.players} players, {len(evaluation.results)} games, seed {evaluation.seed}"
+    parts = [title, "", _markdown_table(list(COLUMNS), table_rows(evaluation))]
+    if evaluation.head_to_head is not None:
+        names = ranked(evaluation)
+        rows = [[row, *(_rate(evaluation.head_to_head[row][col]) for col in names)] for row in names]
+        parts += [
+            "",
+            "head to head: the row's win rate in games with the column",
+            "",
+            _markdown_table(["", *names], rows),
+        ]
+    return "\n".join(parts)
 
 
 def _rate(value: float | None) -> str:
@@ -135,6 +155,8 @@ def markdown(evaluation: Evaluation, command: str | None = None, plots: list[str
             "",
             _markdown_table(["", *names], rows),
         ]
+    if evaluation.gauntlet is not None:
+        parts += ["", "## Gauntlet", "", gauntlet_markdown(evaluation)]
     seat_rates = ", ".join(f"seat {i}: {w:.3f}" for i, w in enumerate(s["win_rate_by_seat"]))
     parts += [
         "",
@@ -149,6 +171,72 @@ def markdown(evaluation: Evaluation, command: str | None = None, plots: list[str
     if command:
         parts += ["", "## Command", "", "```", command, "```"]
     return "\n".join(parts) + "\n"
+
+
+def gauntlet_markdown(evaluation: Evaluation) -> str:
+    """The gauntlet's agent at every table, worst first, with the headline (its worst table)."""
+    g = evaluation.gauntlet
+    rows = [
+        (", ".join(t["opponents"]), str(t["games"]), f"{t['win_rate']:.3f}",
+         f"[{t['win_rate_ci95'][0]:.3f}, {t['win_rate_ci95'][1]:.3f}]")
+        for t in sorted(g["tables"], key=lambda t: (t["win_rate"], t["opponents"]))
+    ]  # fmt: skip
+    worst = g["worst"]
+    low, high = worst["win_rate_ci95"]
+    return "\n".join(
+        [
+            f"**{g['agent']}: worst table {', '.join(worst['opponents'])}, {worst['win_rate']:.3f} "
+            f"[{low:.3f}, {high:.3f}]** (chance {g['chance']:.3f}).",
+            "",
+            _markdown_table(["opponents", "games", f"{g['agent']} win rate", "95% CI"], rows),
+        ]
+    )
+
+
+def print_gauntlet(evaluation: Evaluation) -> None:
+    """The gauntlet's table on standard output, in full whatever the width (Markdown)."""
+    print(gauntlet_markdown(evaluation))
+
+
+def plot_gauntlet(evaluation: Evaluation, out: str | Path) -> Path:
+    """A heat map of the agent's win rate at each table: rows and columns are the opponents in three players
+    (a symmetric grid), one row of tables otherwise."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    g = evaluation.gauntlet
+    tables = g["tables"]
+    if evaluation.players == 3:
+        names = list(dict.fromkeys(o for t in tables for o in t["opponents"]))
+        grid = np.full((len(names), len(names)), np.nan)
+        for t in tables:
+            i, j = (names.index(o) for o in t["opponents"])
+            grid[i, j] = grid[j, i] = t["win_rate"]
+        rows, cols = names, names
+    else:
+        grid = np.array([[t["win_rate"] for t in tables]])
+        rows, cols = [g["agent"]], [" + ".join(t["opponents"]) for t in tables]
+    fig, ax = plt.subplots(figsize=(max(5.0, 2.5 + 0.9 * len(cols)), 2.2 + 0.7 * len(rows)))
+    image = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn")
+    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
+    ax.set_yticks(range(len(rows)), rows)
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            if not np.isnan(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=0.046)
+    worst = g["worst"]
+    ax.set_title(
+        f"{g['agent']}: win rate per table\nworst {worst['win_rate']:.2f}, chance {g['chance']:.2f}", fontsize=10
+    )
+    fig.tight_layout()
+    path = Path(out) / GAUNTLET_PLOT
+    _save(fig, path)
+    plt.close(fig)
+    return path
 
 
 def write_report(
@@ -233,6 +321,8 @@ def write_all(evaluation: Evaluation, out: str | Path, command: str | None = Non
     plots = [plot_win_rates(evaluation, out)]
     if evaluation.head_to_head is not None:
         plots.append(plot_head_to_head(evaluation, out))
+    if evaluation.gauntlet is not None:
+        plots.append(plot_gauntlet(evaluation, out))
     written = [write_games(evaluation, out), *plots]
     written.append(write_report(evaluation, out, command, [p.name for p in plots]))
     written.append(write_results(evaluation, out))

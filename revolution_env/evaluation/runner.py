@@ -15,8 +15,8 @@ import numpy as np
 
 from ..agents.base import Agent
 from ..agents.loading import load_agent
-from .play import GameResult, play_game
-from .stats import AgentStats, aggregate, head_to_head, summary
+from ..agents.runner import GameResult, play_game
+from .stats import AgentStats, aggregate, head_to_head, summary, wilson_interval
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class Evaluation:
     results: list[GameResult]
     stats: dict[str, AgentStats] = field(default_factory=dict)
     head_to_head: dict[str, dict[str, Any]] | None = None
+    gauntlet: dict[str, Any] | None = None  # mode "gauntlet": the agent's result at every table
 
     def config(self) -> dict[str, Any]:
         return {
@@ -64,6 +65,8 @@ class Evaluation:
         }
         if self.head_to_head is not None:
             out["head_to_head"] = self.head_to_head
+        if self.gauntlet is not None:
+            out["gauntlet"] = self.gauntlet
         return out
 
 
@@ -145,7 +148,7 @@ def _ignore_sigint() -> None:
 def play_task(task: GameTask, env_options: Mapping[str, Any]) -> GameResult:
     """Play one scheduled game (a top-level function, so that spawned workers can run it)."""
     agents = [_agent(n, s, env_options) for n, s in zip(task.names, task.specs)]
-    return play_game(agents, env_options, task.seed, names=task.names)
+    return play_game(agents, env_options, task.seed, names=task.names, record=True)  # games.jsonl replays each game
 
 
 def _play_packed(packed: tuple[GameTask, dict[str, Any]]) -> GameResult:
@@ -156,22 +159,61 @@ def default_workers() -> int:
     return min(2, os.cpu_count() or 1)
 
 
+def _play_chunk(tasks: Sequence[GameTask], env_options: Mapping[str, Any]) -> list[GameResult]:
+    return [play_task(task, env_options) for task in tasks]
+
+
+def _play_on_ray(tasks: Sequence[GameTask], options: dict[str, Any], address: str, workers: int | None, bar: Any):
+    """The tasks as Ray tasks, in chunks; results in task order, whatever node played them. ``address``: ``""``
+    starts a local Ray instance (or joins the cluster named by ``RAY_ADDRESS``); else a cluster address
+    (``auto``, ``HOST:6379``, ``ray://HOST:10001``). Checkpoint paths must be readable on every node."""
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("--ray needs Ray: pip install -e '.[ray]'") from None
+    started = not ray.is_initialized()
+    if started:
+        local = {"num_cpus": workers} if not address and workers else {}
+        ray.init(address=address or None, include_dashboard=False, log_to_driver=False, **local)
+    try:
+        remote = ray.remote(_play_chunk)
+        chunk = max(1, min(32, len(tasks) // (8 * max(1, int(ray.cluster_resources().get("CPU", 1))))))
+        refs = [remote.remote(tasks[i : i + chunk], options) for i in range(0, len(tasks), chunk)]
+        order = {ref: i for i, ref in enumerate(refs)}
+        parts: list[list[GameResult] | None] = [None] * len(refs)
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                parts[order[ref]] = ray.get(ref)
+                bar.update(len(parts[order[ref]]))
+        return [r for part in parts for r in part]
+    finally:
+        if started:
+            ray.shutdown()
+
+
 def play_tasks(
     tasks: Sequence[GameTask],
     env_options: Mapping[str, Any],
     workers: int | None = None,
     progress: bool | None = None,
     description: str = "games",
+    ray_address: str | None = None,
 ) -> list[GameResult]:
-    """Play every task, over ``workers`` processes; the results come back in task order. ``progress``: show a
-    bar (None: only on a terminal)."""
+    """Play every task, over ``workers`` processes (or on a Ray cluster: ``ray_address``, see
+    :func:`_play_on_ray`); the results come back in task order, the same wherever they were played.
+    ``progress``: show a bar (None: only on a terminal)."""
     from tqdm import tqdm
 
-    workers = default_workers() if workers is None else workers
-    if workers < 1:
+    if workers is not None and workers < 1:
         raise ValueError(f"workers: expected a positive integer, got {workers}")
     options = dict(env_options)
     bar = tqdm(total=len(tasks), desc=description, unit="game", disable=None if progress is None else not progress)
+    if ray_address is not None:
+        with bar:
+            return _play_on_ray(tasks, options, ray_address, workers, bar)
+    workers = default_workers() if workers is None else workers
     results: list[GameResult] = []
     with bar:
         if workers == 1 or len(tasks) <= 1:
@@ -219,6 +261,7 @@ def evaluate_lineup(
     env_options: Mapping[str, Any] | None = None,
     workers: int | None = None,
     progress: bool | None = None,
+    ray_address: str | None = None,
 ) -> Evaluation:
     """``games`` games of one lineup (one spec per player), rotated over every seat order."""
     _check(games, seed)
@@ -226,7 +269,7 @@ def evaluate_lineup(
     names = name_agents(specs)
     _validate_specs(names, options)
     tasks = lineup_tasks(list(names), list(names.values()), games, seed)
-    results = play_tasks(tasks, options, workers, progress, description="lineup")
+    results = play_tasks(tasks, options, workers, progress, "lineup", ray_address)
     return Evaluation("lineup", names, len(specs), games, seed, options, results, aggregate(results, list(names)))
 
 
@@ -243,6 +286,7 @@ def evaluate_pool(
     env_options: Mapping[str, Any] | None = None,
     workers: int | None = None,
     progress: bool | None = None,
+    ray_address: str | None = None,
 ) -> Evaluation:
     """A round robin: ``games`` games for every lineup of ``players`` distinct pool members, each rotated over
     every seat order; statistics per agent and a head-to-head matrix."""
@@ -255,7 +299,58 @@ def evaluate_pool(
     tasks: list[GameTask] = []
     for lineup in pool_lineups(list(names), players):
         tasks += lineup_tasks(lineup, [names[n] for n in lineup], games, seed, start=len(tasks))
-    results = play_tasks(tasks, options, workers, progress, description="round robin")
+    results = play_tasks(tasks, options, workers, progress, "round robin", ray_address)
     evaluation = Evaluation("pool", names, players, games, seed, options, results, aggregate(results, list(names)))
     evaluation.head_to_head = head_to_head(results, list(names))
+    return evaluation
+
+
+def gauntlet_tables(opponents: Sequence[str], players: int) -> list[tuple[str, ...]]:
+    """Every table the gauntlet's agent meets: each opponent in two players; every multiset of ``players - 1``
+    opponents in three and four (copies of one opponent included)."""
+    return list(itertools.combinations_with_replacement(opponents, players - 1))
+
+
+def evaluate_gauntlet(
+    agent: str,
+    opponents: Sequence[str],
+    players: int,
+    games: int,
+    seed: int = 0,
+    env_options: Mapping[str, Any] | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+    ray_address: str | None = None,
+) -> Evaluation:
+    """``agent`` against every table of ``opponents`` (:func:`gauntlet_tables`), ``games`` games per table, each
+    rotated over every seat order. The headline is the agent's worst table: robustness, not an average."""
+    _check(games, seed)
+    options = _options(env_options, players)
+    if not opponents:
+        raise ValueError("gauntlet: give at least one opponent")
+    if len(set(opponents)) != len(opponents):
+        raise ValueError(f"gauntlet: each opponent once (tables repeat them as needed), got {list(opponents)}")
+    names = name_agents([agent, *opponents])
+    agent_name, opponent_names = next(iter(names)), list(names)[1:]
+    _validate_specs(names, options)
+    tasks: list[GameTask] = []
+    spans = []
+    for table in gauntlet_tables(opponent_names, players):
+        seats = name_agents([names[n] for n in (agent_name, *table)])  # a repeated opponent is "value#2"
+        lineup = [agent_name] + list(seats)[1:]
+        start = len(tasks)
+        tasks += lineup_tasks(lineup, [names[agent_name]] + [names[n] for n in table], games, seed, start=start)
+        spans.append((table, start, len(tasks)))
+    results = play_tasks(tasks, options, workers, progress, "gauntlet", ray_address)
+    rows = []
+    for table, start, stop in spans:
+        part = results[start:stop]
+        wins = sum(r.win_share(r.agents.index(agent_name)) for r in part)
+        low, high = wilson_interval(wins, len(part))
+        rows.append(
+            {"opponents": list(table), "games": len(part), "win_rate": wins / len(part), "win_rate_ci95": [low, high]}
+        )
+    worst = min(rows, key=lambda row: (row["win_rate"], row["opponents"]))
+    evaluation = Evaluation("gauntlet", names, players, games, seed, options, results, aggregate(results))
+    evaluation.gauntlet = {"agent": agent_name, "chance": 1 / players, "tables": rows, "worst": worst}
     return evaluation

@@ -1,0 +1,274 @@
+"""Policy checkpoints for inference: read one, check it fits the environment, play it as an agent.
+
+A checkpoint is a ``torch.save`` of a dict of plain types and tensors (so ``torch.load(weights_only=True)`` reads
+it, and loading one runs no code), with this metadata beside the weights:
+
+| key              | meaning                                                                                   |
+|------------------|-------------------------------------------------------------------------------------------|
+| `format`         | `"revolution-policy"`                                                                     |
+| `format_version` | `1`                                                                                       |
+| `env`            | the environment id it was trained on (`"revolution_v2"`; see ``VERSION_CHANGES``)          |
+| `env_options`    | the rule options (normalised, defaults filled in) and the reward the policy was trained with |
+| `layout_hash`    | sha256 of the observation layout's feature table and the action ``nvec``                  |
+| `policy`         | `hidden` sizes, `activation`, `obs_size`, `nvec`, and the actor's `state_dict`            |
+| `config`         | the training config                                                                       |
+| `step`           | learner steps trained                                                                     |
+| `wall_time`      | seconds of training behind it; `saved_at`: when it was written (UTC, ISO 8601)            |
+| `origin`         | only for a run started from trained weights: that source's path, `step`, `wall_time` and   |
+|                  | its own `origin` (so the whole training history adds up)                                  |
+
+The policy is the actor of an MLP policy: hidden layers with ``tanh`` (or ``relu``), then one logit per value of
+every action dimension (``sum(nvec)`` logits). Its input is the observation vector divided by the layout's
+``scale``. Acting masks the logits with the action mask, then takes each dimension's most likely legal value
+(``deterministic=True``, the default) or samples one. The forward pass runs in numpy. torch is needed only to read
+the file (``pip install -e '.[torch]'``); writing checkpoints belongs to the training package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..engine.game import Rules
+from ..env.core import ENV_NAME, ENV_OPTIONS, EnvConfig
+from ..env.observation import ObservationLayout
+from .base import Agent
+
+FORMAT = "revolution-policy"
+FORMAT_VERSION = 1
+REQUIRED = ("format", "format_version", "env", "env_options", "layout_hash", "policy", "step")
+# What changed for a policy between environment versions (said once when an older checkpoint is loaded).
+VERSION_CHANGES = {
+    "revolution_v1": "v2 changed the rules of Guy's beat in the two-player variant (D11 revised: the answered bid plus"
+    " one token of Guy's lowest-value type available, not one more Gold); observations and actions are laid out as"
+    " before, so the policy loads, but two-player play may differ from what it was trained on",
+}
+ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
+_warned: set[str] = set()
+
+
+# --- the environment a policy belongs to -------------------------------------------------------------------------
+
+
+def rule_options(env_options: Mapping[str, Any]) -> dict[str, Any]:
+    """The rule options with every default filled in (what decides the game a policy plays)."""
+    options = {k: v for k, v in env_options.items() if k not in ENV_OPTIONS}
+    return Rules(**EnvConfig.from_options(options).rules.to_dict()).to_dict()
+
+
+def layout_hash(env_options: Mapping[str, Any]) -> str:
+    """sha256 of the observation layout's feature table (name, start, shape, scale) and the action ``nvec``."""
+    from ..env import observation_layout
+
+    layout: ObservationLayout = observation_layout(**{k: v for k, v in env_options.items() if k != "render_mode"})
+    table = {
+        "features": [[f.name, f.start, list(f.shape), float(f.scale)] for f in layout.features.values()],
+        "nvec": [int(n) for n in layout.codec.nvec],
+    }
+    return hashlib.sha256(json.dumps(table, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def env_metadata(env_options: Mapping[str, Any]) -> dict[str, Any]:
+    reward = env_options.get("reward", "win_loss")
+    return {
+        "env": ENV_NAME,
+        "env_options": {**rule_options(env_options), "reward": reward},
+        "layout_hash": layout_hash(env_options),
+    }
+
+
+def history(checkpoint: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The stages of training behind a checkpoint, first first: ``{"path", "step", "wall_time"}`` for each run it
+    was started from (``origin``), then ``{"path": None, ...}`` for the checkpoint's own run."""
+    stages = [{"path": None, "step": int(checkpoint["step"]), "wall_time": float(checkpoint.get("wall_time", 0.0))}]
+    origin = checkpoint.get("origin")
+    while origin:
+        stages.append({"path": origin["path"], "step": int(origin["step"]), "wall_time": float(origin["wall_time"])})
+        origin = origin.get("origin")
+    return stages[::-1]
+
+
+# --- reading -----------------------------------------------------------------------------------------------------
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise ValueError("reading a policy checkpoint needs torch: pip install -e '.[torch]'") from None
+    return torch
+
+
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The checkpoint dict at ``path``; anything else raises ``ValueError`` saying why."""
+    path = str(path)
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a folder, not a checkpoint file (a run folder holds latest.pt and best.pt)")
+    if not os.path.isfile(path):
+        raise ValueError(f"{path}: no such checkpoint file")
+    torch = _torch()
+    not_ours = f"{path} is not a Revolution! policy checkpoint"
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many kinds for a file that is not one of its own
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if zipfile.is_zipfile(path) and "policy.pth" in zipfile.ZipFile(path).namelist():
+            raise ValueError(
+                f"{not_ours}: it is a stable-baselines3 model (what --resume reads); use the run's latest.pt or best.pt"
+            ) from None
+        raise ValueError(f"{not_ours}: torch cannot read it ({first})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"{not_ours}: no {FORMAT!r} format tag")
+    missing = [k for k in REQUIRED if k not in data]
+    if missing:
+        raise ValueError(f"{not_ours}: missing {', '.join(missing)}")
+    if data["format_version"] != FORMAT_VERSION:
+        raise ValueError(
+            f"{path}: checkpoint format version {data['format_version']!r}, this code reads version {FORMAT_VERSION}"
+        )
+    return data
+
+
+def check_compatible(checkpoint: Mapping[str, Any], env_options: Mapping[str, Any], path: str = "checkpoint") -> None:
+    """Raise ``ValueError`` naming what differs between the checkpoint's environment and ``env_options``.
+
+    The rule options must match (the players, every optional rule, the board, ``max_rounds``); the reward may
+    differ (it changes what is learned, not what the policy reads). A checkpoint of an older environment version
+    loads with one warning saying what changed. The layout hash is checked last, to catch an observation layout
+    that changed under the same options (a code change without an environment version bump).
+    """
+    trained_on = checkpoint["env"]
+    if trained_on != ENV_NAME:
+        if trained_on not in VERSION_CHANGES:
+            raise ValueError(f"{path}: trained on {trained_on!r}, which this code does not know (it is {ENV_NAME!r})")
+        if path not in _warned:
+            _warned.add(path)
+            warnings.warn(f"{path}: trained on {trained_on}, this is {ENV_NAME}: {VERSION_CHANGES[trained_on]}",
+                          stacklevel=2)  # fmt: skip
+    ours = rule_options(env_options)
+    theirs = {k: v for k, v in checkpoint["env_options"].items() if k != "reward"}
+    diffs = [
+        f"{k}: checkpoint {theirs.get(k)!r}, environment {ours.get(k)!r}" for k in ours if theirs.get(k) != ours[k]
+    ]
+    if diffs:
+        raise ValueError(f"{path}: trained for another environment ({'; '.join(diffs)})")
+    if checkpoint["layout_hash"] != layout_hash(env_options):
+        raise ValueError(
+            f"{path}: layout_hash differs: the observation layout or the action space changed since it was trained "
+            f"(checkpoint {checkpoint['layout_hash'][:12]}, environment {layout_hash(env_options)[:12]})"
+        )
+
+
+# --- playing -----------------------------------------------------------------------------------------------------
+
+
+class PolicyNet:
+    """The actor's weights as numpy arrays; ``logits(x)`` for one or a batch of scaled observations."""
+
+    def __init__(self, policy: Mapping[str, Any]) -> None:
+        state = policy["state_dict"]
+        n_layers = len(policy["hidden"]) + 1
+        self.weights = [_numpy(state[f"layers.{i}.weight"]).T.copy() for i in range(n_layers)]
+        self.biases = [_numpy(state[f"layers.{i}.bias"]) for i in range(n_layers)]
+        self.activation = ACTIVATIONS[policy["activation"]]
+        self.obs_size = int(policy["obs_size"])
+        self.nvec = np.asarray(policy["nvec"], dtype=np.int64)
+        if self.weights[0].shape[0] != self.obs_size or self.weights[-1].shape[1] != int(self.nvec.sum()):
+            raise ValueError("the policy's weights do not fit its obs_size and nvec")
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        h = np.asarray(x, dtype=np.float32)
+        for w, b in zip(self.weights[:-1], self.biases[:-1]):
+            h = self.activation(h @ w + b)
+        return h @ self.weights[-1] + self.biases[-1]
+
+
+def _numpy(t: Any) -> np.ndarray:
+    if hasattr(t, "detach"):  # a torch tensor
+        return t.detach().cpu().numpy().astype(np.float32)
+    return np.asarray(t, np.float32)
+
+
+class MaskedChooser:
+    """Per-dimension masked argmax or sampling over flat logits, for any ``nvec`` (vectorised over dimensions)."""
+
+    def __init__(self, nvec: np.ndarray) -> None:
+        nvec = np.asarray(nvec, dtype=np.int64)
+        width = int(nvec.max())
+        offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+        col = np.arange(width)
+        self.valid = col[None, :] < nvec[:, None]  # (D, width): which padded cells are real values
+        self.index = np.where(self.valid, offsets[:, None] + col[None, :], 0)
+
+    def choose(self, logits: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
+        """One value per dimension: the most likely legal one (``rng`` None) or one sampled from the masked
+        softmax (Gumbel-max)."""
+        legal = self.valid & (np.asarray(mask)[self.index] != 0)
+        scores = np.where(legal, logits[self.index], -np.inf)
+        if rng is not None:
+            scores = scores + rng.gumbel(size=scores.shape)
+        action = np.argmax(scores, axis=1)
+        action[~legal.any(axis=1)] = 0  # cannot happen with the env's masks; keep the action well formed anyway
+        return action.astype(np.int64)
+
+    def choose_batch(self, logits: np.ndarray, masks: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
+        """:meth:`choose` for a batch: logits and masks (n, sum(nvec)) -> actions (n, D)."""
+        legal = self.valid[None] & (np.asarray(masks)[:, self.index] != 0)
+        scores = np.where(legal, logits[:, self.index], -np.inf)
+        if rng is not None:
+            scores = scores + rng.gumbel(size=scores.shape)
+        action = np.argmax(scores, axis=2)
+        action[~legal.any(axis=2)] = 0
+        return action.astype(np.int64)
+
+
+class PolicyAgent(Agent):
+    """A trained policy playing by its mask: deterministic (argmax) or sampling (seeded by ``reset``)."""
+
+    name = "policy"
+
+    def __init__(self, policy: Mapping[str, Any], deterministic: bool = True, **env_options: Any) -> None:
+        super().__init__(**{k: v for k, v in env_options.items() if k != "reward"})
+        self.net = PolicyNet(policy)
+        if self.net.obs_size != self.layout.size or list(self.net.nvec) != list(self.codec.nvec):
+            raise ValueError(
+                f"the policy reads {self.net.obs_size} features and writes nvec of length {len(self.net.nvec)}; "
+                f"this environment has {self.layout.size} and {len(self.codec.nvec)}"
+            )
+        self.scale = self.layout.scale
+        self.deterministic = deterministic
+        self.chooser = MaskedChooser(self.net.nvec)
+
+    def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
+        logits = self.net.logits(observation["observation"] / self.scale)
+        return self.chooser.choose(logits, observation["action_mask"], None if self.deterministic else self.rng)
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray, decisions: np.ndarray) -> np.ndarray:
+        """Actions (n, D) for a batch of observations (n, size) and flat masks: one forward pass (the vector env
+        calls this once per step for all the games this policy plays in)."""
+        logits = self.net.logits(np.asarray(observations, dtype=np.float32) / self.scale)
+        return self.chooser.choose_batch(logits, masks, None if self.deterministic else self.rng)
+
+
+def load_policy_agent(path: str, deterministic: bool = True, **env_options: Any) -> PolicyAgent:
+    """The policy checkpoint at ``path`` as an agent for ``env_options``.
+
+    Raises ``ValueError`` if the file is not a policy checkpoint, or if it was trained for another environment
+    (the message names the options that differ)."""
+    checkpoint = read_checkpoint(path)
+    check_compatible(checkpoint, env_options, str(path))
+    try:
+        agent = PolicyAgent(checkpoint["policy"], deterministic=deterministic, **env_options)
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{path} is not a Revolution! policy checkpoint: bad policy entry ({exc})") from None
+    agent.name = str(path)
+    agent.step = int(checkpoint["step"])
+    return agent

@@ -1,0 +1,184 @@
+"""The one game loop: seat agents, step the AEC environment, collect how the game ended.
+
+Evaluation, the terminal game, the main job, the scripts and the tests all play games through
+:class:`GameRunner` (or its shortcut :func:`play_game`); nothing else writes the loop again. A runner can record
+the game as a scenario (``SCENARIOS.md``) that replays it exactly, and calls ``on_step`` after every decision so
+that a front end can show the game as it goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..engine.scenario import export_game
+from ..env import env as make_env
+from .base import Agent
+
+# on_step(env, agent, observation, info, action): after each decision, with what the agent saw before it
+OnStep = Callable[[Any, str, dict[str, np.ndarray], dict[str, Any], np.ndarray], None]
+
+
+@dataclass(frozen=True)
+class GameResult:
+    """How one game ended, seat by seat (seat 0 first).
+
+    ``support`` is each player's final support (tokens and areas scored); ``puppet_support`` the puppet's in the
+    two-player variant (None otherwise). ``winners`` are seats; ties share the win (D7) and in the two-player
+    variant nobody wins if the puppet is not beaten (D13).
+    """
+
+    agents: tuple[str, ...]
+    support: tuple[int, ...]
+    winners: tuple[int, ...]
+    rounds: int = 0
+    truncated: bool = False
+    puppet_support: int | None = None
+    seed: int | None = None
+    scenario: dict[str, Any] | None = None  # the whole game as a scenario, when recorded
+
+    @property
+    def players(self) -> int:
+        return len(self.agents)
+
+    def ranks(self) -> list[int]:
+        """Finishing places by final support (1 = first; equal support shares the place). The puppet is not an
+        agent and takes no place: when it beats both players, they are still ordered by their support."""
+        return [1 + sum(other > mine for other in self.support) for mine in self.support]
+
+    def margins(self) -> list[int]:
+        """Each seat's final support minus the best other seat's, the puppet included."""
+        everyone = list(self.support) + ([self.puppet_support] if self.puppet_support is not None else [])
+        out = []
+        for seat, mine in enumerate(self.support):
+            others = everyone[:seat] + everyone[seat + 1 :]
+            out.append(mine - max(others))
+        return out
+
+    def win_share(self, seat: int) -> float:
+        """1 for a sole winner, 1/k for one of k tied winners, else 0."""
+        return 1.0 / len(self.winners) if seat in self.winners else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for key in ("agents", "support", "winners"):
+            d[key] = list(d[key])
+        if d["scenario"] is None:
+            del d["scenario"]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> GameResult:
+        return cls(
+            agents=tuple(d["agents"]),
+            support=tuple(d["support"]),
+            winners=tuple(d["winners"]),
+            rounds=d.get("rounds", 0),
+            truncated=d.get("truncated", False),
+            puppet_support=d.get("puppet_support"),
+            seed=d.get("seed"),
+            scenario=d.get("scenario"),
+        )
+
+
+def agent_seed(game_seed: int, seat: int) -> int:
+    """The seed an agent is reset with: distinct per seat (identical random agents would bid identically)."""
+    return int(np.random.SeedSequence([game_seed, 1 + seat]).generate_state(1)[0])
+
+
+class IllegalMoveError(RuntimeError):
+    """An agent played an action its mask forbids: a bug in the agent, not a result."""
+
+
+class GameRunner:
+    """Agents seated in one AEC environment (``agents[i]`` plays ``player_i``), ready to play games.
+
+    ``names`` label the seats in results (default: each agent's ``name``). The environment raises on an illegal
+    action, which the runner reports as :class:`IllegalMoveError` naming the agent: a bug in an agent is never a
+    result.
+    """
+
+    def __init__(
+        self,
+        agents: Sequence[Agent] | Mapping[str, Agent],
+        env_options: Mapping[str, Any] | None = None,
+        names: Sequence[str] | None = None,
+    ) -> None:
+        options = {k: v for k, v in (env_options or {}).items() if k != "illegal"}
+        self.env = make_env(**options, illegal="raise")
+        possible = self.env.possible_agents
+        seats = [agents[a] for a in possible] if isinstance(agents, Mapping) else list(agents)
+        if len(seats) != len(possible):
+            raise ValueError(f"expected {len(possible)} agents (one per player), got {len(seats)}")
+        self.agents = seats
+        self.names = tuple(names) if names is not None else tuple(a.name for a in seats)
+        self._by_agent = dict(zip(possible, seats))
+
+    @property
+    def game(self) -> Any:
+        """The engine's game being played (or last played)."""
+        return self.env.unwrapped.game
+
+    def reset(self, seed: int | None) -> None:
+        """Start a game; each agent is reset with a seed derived from ``seed`` (None: fresh, unseeded)."""
+        self.env.reset(seed=seed)
+        for i, agent in enumerate(self.agents):
+            agent.reset(None if seed is None else agent_seed(seed, i))
+
+    def play(self, seed: int | None = 0, record: bool = False, on_step: OnStep | None = None) -> GameResult:
+        """Play one game to its end. ``record`` keeps the whole game as a scenario in the result."""
+        self.reset(seed)
+        return self.run(record, on_step)
+
+    def run(self, record: bool = False, on_step: OnStep | None = None) -> GameResult:
+        """Play the game started by :meth:`reset` to its end."""
+        env, possible = self.env, self.env.possible_agents
+        for name in env.agent_iter():
+            observation, _, termination, truncation, info = env.last()
+            if termination or truncation:
+                env.step(None)
+                continue
+            action = self._by_agent[name].act(observation, info)
+            try:
+                env.step(action)
+            except ValueError as exc:  # IllegalActionError: the raw env refused it and changed nothing
+                seat = possible.index(name)
+                raise IllegalMoveError(
+                    f"agent {self.names[seat]!r} (seat {seat}) played an illegal action (game seed {self.game.seed}):"
+                    f" {exc}"
+                ) from None
+            if on_step is not None:
+                on_step(env, name, observation, info, action)
+        return self.result(record)
+
+    def result(self, record: bool = False) -> GameResult:
+        """How the finished game ended."""
+        game = self.game
+        support = [int(s) for s in game.final["support"]]
+        players = len(self.env.possible_agents)
+        return GameResult(
+            agents=self.names,
+            support=tuple(support[:players]),
+            winners=tuple(int(w) for w in game.final["winners"]),
+            rounds=int(game.round),
+            truncated=bool(game.truncated),
+            puppet_support=support[players] if len(support) > players else None,
+            seed=int(game.seed),
+            scenario=export_game(game) if record else None,
+        )
+
+
+def play_game(
+    agents_by_seat: Sequence[Agent] | Mapping[str, Agent],
+    env_options: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    names: Sequence[str] | None = None,
+    record: bool = False,
+) -> GameResult:
+    """Play one game: ``agents_by_seat[i]`` plays ``player_i``; each agent is reset with a seed derived from
+    ``seed``. ``names`` label the seats in the result (default: each agent's ``name``); ``record`` keeps the game
+    as a scenario in the result."""
+    return GameRunner(agents_by_seat, env_options, names).play(seed, record=record)

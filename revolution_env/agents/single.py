@@ -1,0 +1,247 @@
+"""``revolution_env.gym_env``: one seat of a game for a single learner, the other seats played by agents.
+
+| property    | value                                                                                             |
+|-------------|---------------------------------------------------------------------------------------------------|
+| id          | ``Revolution-v2`` (``gymnasium.make("revolution_env:Revolution-v2", players=3, opponents=[...])``)  |
+| observation | the learner's observation vector, raw counts: a float32 ``Box`` whose bounds hold every observation (``ObservationLayout.bounds``); ``mask_in_obs=True``: a ``Dict`` of ``"observation"`` and ``"action_mask"`` |
+| action      | ``MultiDiscrete(nvec)`` (``MaskedMultiDiscrete``, whose ``sample`` takes the flat mask)             |
+| mask        | ``action_masks()`` (flat bool, MaskablePPO's form) and ``info["action_mask"]``                     |
+| reward      | the learner seat's own: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``                 |
+| episode     | one game: ``terminated`` when it is over (or ended by an illegal action), ``truncated`` at ``max_rounds`` |
+
+``opponents``: one agent spec (``"random"``, a heuristic's name, a checkpoint path) or ``Agent`` for every other
+seat, a list of them (one per other seat, in seat order), or an object with ``sample(rng, slot) -> (name, agent)``
+that picks each new game's opponents (a league); default: ``value``, the strongest heuristic, in every other seat.
+``seat=None`` draws the learner's seat each episode. One ``step`` is one decision of the learner's: the opponents
+act until the learner is asked again. The step that ends the game carries ``seat``, ``opponents`` (their names),
+``won``, ``support`` and ``rounds`` in its info. Every other option is the environment's (``players``,
+``reward``, ``illegal``, the rules). An illegal action ends the game with -1 (``illegal="terminate"``, the
+default, and ``info["illegal_action"] = 1``) or raises ``IllegalActionError`` (``illegal="raise"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from ..engine.game import Decision
+from ..env import raw_env
+from ..env.core import ILLEGAL_REWARD
+from ..env.encoding import IllegalActionError
+from .base import Agent
+from .loading import load_agent
+
+DEFAULT_OPPONENT = "value"  # the strongest heuristic (ENVIRONMENT.md, "Single agent")
+ACTION_MODES = ("bid",)
+
+
+class FixedOpponents:
+    """The same opponents every game: ``(name, agent)`` per other seat (``sample`` is what a league offers)."""
+
+    def __init__(self, opponents: Any, players: int, env_options: dict[str, Any]) -> None:
+        others = players - 1
+        if opponents is None:
+            specs: list[Any] = [DEFAULT_OPPONENT] * others
+        elif isinstance(opponents, (str, Agent)):
+            specs = [opponents] * others
+        elif isinstance(opponents, (list, tuple)):
+            specs = list(opponents)
+        else:
+            raise ValueError(
+                "opponents: expected an agent spec, an Agent, a list with one per other seat, or an object with "
+                f"sample(rng, slot), got {type(opponents).__name__}"
+            )
+        if len(specs) != others:
+            raise ValueError(
+                f"opponents: {players} players need {others} opponent(s), one per other seat, got {len(specs)}"
+            )
+        self.seats = [self._agent(spec, env_options) for spec in specs]
+
+    @staticmethod
+    def _agent(spec: Any, env_options: dict[str, Any]) -> tuple[str, Agent]:
+        if isinstance(spec, Agent):
+            return spec.name, spec
+        if not isinstance(spec, str):
+            raise ValueError(
+                f"opponents: expected an agent spec (a name or a checkpoint path) or an Agent, got {spec!r}"
+            )
+        try:
+            return spec, load_agent(spec, **env_options)
+        except ValueError as exc:
+            raise ValueError(f"opponents: {exc}") from None
+
+    def sample(self, rng: np.random.Generator, slot: int) -> tuple[str, Agent]:
+        return self.seats[slot]
+
+
+class SingleAgentEnv(gymnasium.Env):
+    """One seat of a Revolution! game for a learner (see the module documentation)."""
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
+
+    def __init__(
+        self,
+        players: int = 3,
+        opponents: Any = None,
+        seat: int | None = None,
+        mask_in_obs: bool = False,
+        action_mode: str = "bid",
+        **options: Any,
+    ) -> None:
+        super().__init__()
+        if action_mode not in ACTION_MODES:
+            raise ValueError(f"action_mode: expected one of {', '.join(ACTION_MODES)}, got {action_mode!r}")
+        if not isinstance(mask_in_obs, bool):
+            raise ValueError(f"mask_in_obs: expected true or false, got {mask_in_obs!r}")
+        self.illegal = options.pop("illegal", "terminate")
+        self.game_env = raw_env(players=players, **options)  # checks every option; raises on illegal actions
+        self.illegal = self._check_illegal(self.illegal)
+        self.render_mode = self.game_env.render_mode
+        agent_options = {k: v for k, v in options.items() if k not in ("reward", "render_mode")}
+        agent_options["players"] = players
+        self.players = len(self.game_env.possible_agents)
+        if seat is not None and (isinstance(seat, bool) or not isinstance(seat, (int, np.integer))
+                                 or not 0 <= seat < self.players):  # fmt: skip
+            raise ValueError(f"seat: expected None or a seat from 0 to {self.players - 1}, got {seat!r}")
+        self.fixed_seat = None if seat is None else int(seat)
+        if callable(getattr(opponents, "sample", None)) and not isinstance(opponents, (str, Agent)):
+            self.league = opponents
+        else:
+            self.league = FixedOpponents(opponents, players, agent_options)
+        core = self.game_env.core
+        self.layout = core.obs_layout
+        low, high = self.layout.bounds()
+        box = gymnasium.spaces.Box(low, high, (self.layout.size,), np.float32)
+        self.mask_in_obs = mask_in_obs
+        self.observation_space = (
+            gymnasium.spaces.Dict(
+                {"observation": box, "action_mask": gymnasium.spaces.Box(0, 1, (core.codec.size,), np.int8)}
+            )
+            if mask_in_obs
+            else box
+        )
+        self.action_space = core.action_space()
+        self.learner: str = self.game_env.possible_agents[0]
+        self.opponents: dict[str, tuple[str, Agent]] = {}
+        self._reward = 0.0
+        self._illegal = 0
+
+    @staticmethod
+    def _check_illegal(value: Any) -> str:
+        if value not in ("terminate", "raise"):
+            raise ValueError(f"illegal: expected one of terminate, raise, got {value!r}")
+        return value
+
+    # --- the gymnasium API -------------------------------------------------------------------------------------
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        rng = self.np_random
+        agents = self.game_env.possible_agents
+        me = self.fixed_seat if self.fixed_seat is not None else int(rng.integers(self.players))
+        self.learner = agents[me]
+        others = [a for a in agents if a != self.learner]
+        self.opponents = {a: self.league.sample(rng, slot) for slot, a in enumerate(others)}
+        game_seed = int(rng.integers(2**31))
+        for i, (_, agent) in enumerate(self.opponents.values()):
+            agent.reset(game_seed + 1 + i)
+        self.game_env.reset(seed=game_seed)
+        self._reward, self._illegal = 0.0, 0
+        self._play_opponents()
+        return self._observation(), self._info()
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        env = self.game_env
+        if self._over() or env.agent_selection != self.learner:
+            raise RuntimeError("step() called when the learner has no decision (call reset() after the end)")
+        try:
+            self._step(action)
+        except IllegalActionError:
+            if self.illegal == "raise":
+                raise
+            self._illegal = 1  # PettingZoo classic's convention: the game ends, the offender gets -1
+            self._reward = 0.0
+            return self._observation(), ILLEGAL_REWARD, True, False, {**self._info(), **self._final_info()}
+        self._play_opponents()
+        reward, self._reward = self._reward, 0.0
+        terminated = bool(env.terminations[self.learner])
+        truncated = bool(env.truncations[self.learner])
+        info = self._info()
+        if terminated or truncated:
+            info.update(self._final_info())
+        return self._observation(), float(reward), terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's mask (flat bool, the form MaskablePPO takes); all of it after the end."""
+        if self._over():
+            return np.ones(self.game_env.core.codec.size, dtype=bool)
+        return self.game_env.core.mask(self.game_env.core.seat_of[self.learner]).astype(bool)
+
+    def render(self) -> Any:
+        return self.game_env.render()
+
+    def learner_view(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The learner's observation and info as the environment gives them to an agent: what a teacher acting
+        for the learner reads."""
+        return self.game_env.observe(self.learner), self.game_env.infos[self.learner]
+
+    # --- inside a game -----------------------------------------------------------------------------------------
+
+    def _over(self) -> bool:
+        env = self.game_env
+        return self._illegal or bool(env.terminations[self.learner] or env.truncations[self.learner])
+
+    def _step(self, action: Any) -> None:
+        """One AEC step; the learner's share of its rewards is all the learner is paid (never an opponent's)."""
+        self.game_env.step(action)
+        self._reward += self.game_env.rewards[self.learner]
+
+    def _play_opponents(self) -> None:
+        env = self.game_env
+        while not self._over() and env.agent_selection != self.learner:
+            name = env.agent_selection
+            agent = self.opponents[name][1]
+            self._step(agent.act(env.observe(name), env.infos[name]))
+
+    def _observation(self) -> Any:
+        vector = self.game_env.observe(self.learner)["observation"]
+        if self.mask_in_obs:
+            return {"observation": vector, "action_mask": self.action_masks().astype(np.int8)}
+        return vector
+
+    def _info(self) -> dict[str, Any]:
+        infos = self.game_env.infos.get(self.learner, {})
+        return {
+            "decision": infos.get("decision", Decision.NONE) if not self._illegal else Decision.NONE,
+            "illegal_action": self._illegal,
+            "action_mask": self.action_masks(),
+        }
+
+    def _final_info(self) -> dict[str, Any]:
+        game = self.game_env.game
+        seat = self.game_env.core.seat_of[self.learner]
+        final = game.final
+        return {
+            "seat": seat,
+            "opponents": [self.opponents[a][0] for a in self.game_env.possible_agents if a != self.learner],
+            "won": final is not None and seat in final["winners"],
+            "support": int(final["support"][seat]) if final is not None else 0,
+            "rounds": int(game.round),
+        }
+
+
+def gym_env(
+    players: int = 3,
+    opponents: Any = None,
+    seat: int | None = None,
+    mask_in_obs: bool = False,
+    **options: Any,
+) -> SingleAgentEnv:
+    """The single-agent Gymnasium env (module documentation); also ``gymnasium.make("revolution_env:Revolution-v2")``."""
+    return SingleAgentEnv(players, opponents, seat, mask_in_obs, **options)
+
+
+__all__: Sequence[str] = ("DEFAULT_OPPONENT", "FixedOpponents", "SingleAgentEnv", "gym_env")

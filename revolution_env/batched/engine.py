@@ -1,0 +1,446 @@
+"""N games of one variant held as arrays (the batch first) and stepped together.
+
+:class:`BatchedGame` is the batched counterpart of :class:`revolution_env.engine.game.Game`: the same rules
+(RULES.md, D1-D18), the same state as arrays with a leading batch axis (``tokens (N, S, 3)``, ``bank (N, 3)``,
+``support (N, S)``, ``cubes (N, A, S)``, ``supply (N, S)``, ``bids (N, S, T, 3)``, ...), and one pending decision
+per game (``kind (N,)``, ``decider (N,)``). Bids of many games are submitted in one call and cleaned with NumPy over
+the batch; resolution runs per game in the compiled loops of :mod:`.kernels`, pausing a game at a Guy, Spy or
+Apothecary decision. The scalar engine stays the reference (``tests/test_batched.py``).
+
+Not supported: the first edition (its Card space and deck); construction raises ``ValueError`` for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..engine.components import TOKEN_TYPES
+from ..engine.game import BIDDING, OVER, RESOLUTION, SCHEMING, Decision, IllegalAction, Layout, clean_bids
+from ..engine.scenario import MODES
+from . import kernels as K
+from .kernels import (
+    APO_AREA,
+    APO_SEAT,
+    DSEAT,
+    GUY_COUNT,
+    GUY_LAST,
+    KIND,
+    PHASE,
+    REVEALED_ROUND,
+    ROUND,
+    SPY_OWNER,
+    TRUNCATED,
+)
+
+PHASE_NAMES = (BIDDING, SCHEMING, RESOLUTION, OVER)
+HISTORY_START = 32  # rounds of history kept per game before the buffer grows
+MAX_GUY_CHOICES = 7  # D12: at most six Guy bids, then a pass
+
+
+def _tables(L: Layout) -> tuple[np.ndarray, ...]:
+    comp = L.components
+    cfg = np.zeros(K.N_CFG, dtype=np.int64)
+    cfg[K.C_CHARS] = L.n_characters
+    cfg[K.C_TARGETS] = L.n_targets
+    cfg[K.C_SEATS] = L.seats
+    cfg[K.C_PLAYERS] = L.players
+    cfg[K.C_AREAS] = len(L.spaces)
+    cfg[K.C_PUPPET] = L.puppet
+    cfg[K.C_SCHEMING] = L.scheming
+    cfg[K.C_SPY] = L.spy
+    cfg[K.C_APO] = L.apothecary
+    cfg[K.C_REFUNDS] = bool(L.rules.bid_refunds)
+    cfg[K.C_ACB] = L.rules.area_control_bonus
+    cfg[K.C_MAX_ROUNDS] = L.rules.max_rounds
+    cfg[K.C_MAX_CHARS] = comp.max_characters_per_bid
+    cfg[K.C_PATRONAGE] = comp.patronage_minimum
+    return (
+        cfg,
+        L.legal.astype(np.bool_),
+        L.strength.astype(np.int64),
+        L.rewards.astype(np.int64),
+        np.array([ch.support for ch in L.card], dtype=np.int64),
+        np.array([ch.area for ch in L.card], dtype=np.int64),
+        L.spaces.astype(np.int64),
+        L.area_support.astype(np.int64),
+        L.token_points.astype(np.int64),
+    )
+
+
+class BatchedGame:
+    """``n`` games of the variant ``layout``, each with its own seed and pending decision.
+
+    Decisions go in per game index: :meth:`submit_bids` for the games waiting for bids, :meth:`choose` for the
+    others. Games are reset individually (:meth:`reset`), so finished ones can start again while others play on.
+    ``rng`` draws D9's coin flips (a scenario exported by :meth:`export` carries the resulting ``priority``).
+    """
+
+    def __init__(self, layout: Layout, n: int, seeds: Any = None, rng: np.random.Generator | None = None) -> None:
+        L = layout
+        if L.card_space >= 0:
+            raise ValueError(
+                "first_edition: the batched engine does not support the first edition (Card space and deck); "
+                "use revolution_env.env / gym_env for it"
+            )
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"num_envs: expected a positive integer, got {n!r}")
+        self.layout = L
+        self.rules = L.rules
+        self.n = n = int(n)
+        self.rng = rng if rng is not None else np.random.default_rng()
+        S, A, T = L.seats, len(L.spaces), L.n_targets
+        self.tokens = np.zeros((n, S, 3), dtype=np.int64)
+        self.bank = np.zeros((n, 3), dtype=np.int64)
+        self.support = np.zeros((n, S), dtype=np.int64)
+        self.cubes = np.zeros((n, A, S), dtype=np.int64)
+        self.supply = np.zeros((n, S), dtype=np.int64)
+        self.bids = np.zeros((n, S, T, 3), dtype=np.int64)
+        self.revealed = np.zeros((n, S, T, 3), dtype=np.int64)
+        self.winners = np.full((n, T), -2, dtype=np.int64)
+        self.best = np.full((n, T), -1, dtype=np.int64)
+        self.contested = np.zeros((n, T), dtype=np.bool_)
+        self.scheming_gold = np.zeros((n, S), dtype=np.int64)
+        self.meta = np.zeros((n, K.N_META), dtype=np.int64)
+        self.final_support = np.zeros((n, S), dtype=np.int64)
+        self.final_tokens = np.zeros((n, S), dtype=np.int64)
+        self.final_areas = np.zeros((n, S), dtype=np.int64)
+        self.final_win = np.zeros((n, S), dtype=np.bool_)
+        self.seeds = np.zeros(n, dtype=np.int64)
+        self._st = tuple(getattr(self, name) for name in K.STATE_FIELDS)
+        self._tb = _tables(L)
+        # The story of each game, for export: raw bids and priority per round, and the rare choices.
+        self._hist_bids = np.zeros((n, HISTORY_START, L.players, T, 3), dtype=np.int8)
+        self._hist_priority = np.full((n, HISTORY_START), -1, dtype=np.int8)
+        # choices per round: -2 none, -1 declined or passed, else the engine's choice value
+        self._hist_spy = np.full((n, HISTORY_START), -2, dtype=np.int16)
+        self._hist_apothecary = np.full((n, HISTORY_START, 2), -2, dtype=np.int16)
+        self._hist_guy = np.full((n, HISTORY_START, MAX_GUY_CHOICES), -2, dtype=np.int16)
+        self._start_tokens = np.tile(np.array(L.components.token_start, dtype=np.int64), (S, 1))
+        self.reset(np.arange(n), seeds)
+
+    # --- state as views ------------------------------------------------------------------------------------
+
+    @property
+    def round(self) -> np.ndarray:
+        return self.meta[:, ROUND]
+
+    @property
+    def phase(self) -> np.ndarray:
+        """0 bidding, 1 scheming, 2 resolution, 3 over (the order of :data:`PHASE_NAMES`)."""
+        return self.meta[:, PHASE]
+
+    @property
+    def kind(self) -> np.ndarray:
+        """The pending :class:`Decision` of every game (``NONE`` once over)."""
+        return self.meta[:, KIND]
+
+    @property
+    def decider(self) -> np.ndarray:
+        """The seat that makes a pending non-bid decision (meaningless for bids, which every player makes)."""
+        return self.meta[:, DSEAT]
+
+    @property
+    def over(self) -> np.ndarray:
+        return self.meta[:, PHASE] == K.OVER
+
+    @property
+    def truncated(self) -> np.ndarray:
+        return self.meta[:, TRUNCATED].astype(bool)
+
+    @property
+    def guy_count(self) -> np.ndarray:
+        return self.meta[:, GUY_COUNT]
+
+    @property
+    def guy_last_placer(self) -> np.ndarray:
+        return self.meta[:, GUY_LAST]
+
+    @property
+    def revealed_round(self) -> np.ndarray:
+        return self.meta[:, REVEALED_ROUND]
+
+    # --- starting ----------------------------------------------------------------------------------------------
+
+    def reset(self, games: Any, seeds: Any = None) -> None:
+        """Start ``games`` (indices) afresh; ``seeds`` (one per game, or None to draw them) are the games' seeds as
+        exported in their scenarios."""
+        g = np.asarray(games, dtype=np.int64).reshape(-1)
+        if seeds is None:
+            seeds = self.rng.integers(2**63 - 1, size=len(g))
+        seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)
+        if len(seeds) != len(g) or (seeds < 0).any():
+            raise ValueError(f"seeds: expected {len(g)} non-negative integers")
+        L = self.layout
+        comp = L.components
+        self.seeds[g] = seeds
+        self.tokens[g] = self._start_tokens
+        self.bank[g] = L.totals - self._start_tokens.sum(0)
+        self.support[g] = 0
+        self.cubes[g] = 0
+        self.supply[g] = comp.cubes_per_seat
+        self.bids[g] = 0
+        self.revealed[g] = 0
+        self.winners[g] = -2
+        self.best[g] = -1
+        self.contested[g] = False
+        self.scheming_gold[g] = 0
+        self.final_support[g] = self.final_tokens[g] = self.final_areas[g] = 0
+        self.final_win[g] = False
+        meta = np.zeros(K.N_META, dtype=np.int64)
+        meta[ROUND] = 1
+        meta[PHASE] = K.BIDDING
+        meta[KIND] = K.K_BID
+        meta[[GUY_LAST, SPY_OWNER, APO_AREA, APO_SEAT]] = -1
+        self.meta[g] = meta
+        self._hist_priority[g] = -1
+        self._hist_spy[g] = -2
+        self._hist_apothecary[g] = -2
+        self._hist_guy[g] = -2
+
+    # --- decisions ---------------------------------------------------------------------------------------------
+
+    def submit_bids(self, games: Any, bids: Any, priority: Any = None) -> None:
+        """Every player's bid in each of ``games``: ``bids`` (n, players, T, 3) token counts per target.
+
+        ``priority`` (two-player variant; one seat per game, -1 for the rule) replaces D9's coin flip where the
+        rule comes to it, as in :meth:`Game.submit_bids`."""
+        L = self.layout
+        g = np.asarray(games, dtype=np.int64).reshape(-1)
+        bids = np.asarray(bids)
+        if bids.shape != (len(g), L.players, L.n_targets, 3) or bids.dtype.kind not in "iu":
+            raise IllegalAction(f"bids: expected integers of shape {(len(g), L.players, L.n_targets, 3)}")
+        if len(g) == 0:
+            return
+        if (self.meta[g, KIND] != K.K_BID).any():
+            bad = int(g[self.meta[g, KIND] != K.K_BID][0])
+            raise IllegalAction(f"game {bad}: no bid is pending (pending: {Decision(int(self.meta[bad, KIND]))})")
+        bids = bids.astype(np.int64, copy=False)
+        placed = bids.sum(2)
+        if (bids < 0).any() or (placed != self.tokens[g, : L.players]).any():
+            bad = int(g[((placed != self.tokens[g, : L.players]).any((1, 2))) | (bids < 0).any((1, 2, 3))][0])
+            raise IllegalAction(f"game {bad}: every held token must be placed, and nothing else (D3)")
+        self._grow_history(int(self.meta[g, ROUND].max()))
+        given = np.full(len(g), -1, dtype=np.int64)
+        coin = given
+        if L.scheming >= 0:
+            if priority is not None:  # a replay's priority must agree with the rule (checked before any change)
+                given = np.asarray(priority, dtype=np.int64).reshape(len(g))
+                ruled = priority_by_rule_batch(clean_bids_batch(bids, L)[0], L)
+                clash = (given >= 0) & (ruled >= 0) & (given != ruled)
+                if clash.any():
+                    i = int(np.flatnonzero(clash)[0])
+                    raise IllegalAction(
+                        f"game {int(g[i])}: priority: the rule (D9) gives seat {ruled[i]}, not {given[i]}"
+                    )
+            coin = self.rng.integers(2, size=len(g))  # D9's coin flip, where the rule comes to it
+        K.submit_many(g, bids, given, coin, self._st, self._tb, self._hist_bids, self._hist_priority)
+
+    def choose(self, games: Any, values: Any) -> None:
+        """Answer the pending non-bid decision of each of ``games``: ``values`` per game, -1 to decline or pass,
+        ``area * S + seat`` (absolute seat) for a cube, ``(character * 2 + answered_seat) * 2 + mode`` for a Guy
+        placement. Raises :class:`IllegalAction` if a choice is not allowed (games before it are applied)."""
+        g = np.asarray(games, dtype=np.int64).reshape(-1)
+        values = np.asarray(values, dtype=np.int64).reshape(-1)
+        if len(values) != len(g):
+            raise ValueError(f"values: expected {len(g)} choices, got {len(values)}")
+        kinds = self.meta[g, KIND].copy()
+        deciders = self.meta[g, DSEAT].copy()
+        rounds = self.meta[g, ROUND].copy()
+        ok = np.zeros(len(g), dtype=np.bool_)
+        K.choose_many(g, values, self._st, self._tb, ok)
+        self._record(g[ok], rounds[ok] - 1, kinds[ok], values[ok])
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            what = Decision(int(kinds[i]))
+            raise IllegalAction(
+                f"game {int(g[i])}: {what} choice {int(values[i])} by seat {int(deciders[i])} is not allowed"
+            )
+
+    def options(self, games: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For each game's pending non-bid decision: the cubes it may pick (n, A, S) (absolute seats), the Guy
+        placements it may make (n, C, 2, 2) over (character, answered seat, tie/beat), and whether it may decline."""
+        L = self.layout
+        g = np.asarray(games, dtype=np.int64).reshape(-1)
+        cubes = np.zeros((len(g), len(L.spaces), L.seats), dtype=np.bool_)
+        guy = np.zeros((len(g), L.n_characters, 2, 2), dtype=np.bool_)
+        decline = np.zeros(len(g), dtype=np.bool_)
+        K.options_many(g, self._st, self._tb, cubes, guy, decline)
+        return cubes, guy, decline
+
+    # --- history and export ------------------------------------------------------------------------------------
+
+    def _grow_history(self, rounds: int) -> None:
+        cap = self._hist_bids.shape[1]
+        if rounds <= cap:
+            return
+        new = max(rounds, 2 * cap)
+        for name, fill in (("_hist_bids", 0), ("_hist_priority", -1), ("_hist_spy", -2), ("_hist_apothecary", -2),
+                           ("_hist_guy", -2)):  # fmt: skip
+            old = getattr(self, name)
+            grown = np.full((self.n, new, *old.shape[2:]), fill, dtype=old.dtype)
+            grown[:, :cap] = old
+            setattr(self, name, grown)
+
+    def _record(self, g: np.ndarray, r: np.ndarray, kinds: np.ndarray, values: np.ndarray) -> None:
+        """The choices just made (games ``g``, each once, in round index ``r``), for export."""
+        for kind, column in ((K.K_SPY, None), (K.K_APO1, 0), (K.K_APO2, 1)):
+            sel = kinds == kind
+            if sel.any():
+                if column is None:
+                    self._hist_spy[g[sel], r[sel]] = values[sel]
+                else:
+                    self._hist_apothecary[g[sel], r[sel], column] = values[sel]
+        sel = kinds == K.K_GUY
+        if sel.any():
+            gg, rr = g[sel], r[sel]
+            count = (self._hist_guy[gg, rr] != -2).sum(1)
+            self._hist_guy[gg, rr, count] = values[sel]
+
+    def snapshot(self, games: Any) -> GameRecords:
+        """Everything :meth:`export` and :meth:`state_dict` need about ``games``, copied in one go (so that the
+        games may be reset and the records turned into JSON later)."""
+        g = np.asarray(games, dtype=np.int64).reshape(-1)
+        played = int(self.meta[g, ROUND].max()) if len(g) else 0
+        return GameRecords(
+            layout=self.layout,
+            seeds=self.seeds[g].copy(),
+            tokens=self.tokens[g],
+            bank=self.bank[g],
+            support=self.support[g],
+            cubes=self.cubes[g],
+            supply=self.supply[g],
+            meta=self.meta[g],
+            final_support=self.final_support[g],
+            final_tokens=self.final_tokens[g],
+            final_areas=self.final_areas[g],
+            final_win=self.final_win[g],
+            bids=self.bids[g],
+            winners=self.winners[g],
+            hist_bids=self._hist_bids[g, :played],
+            hist_priority=self._hist_priority[g, :played],
+            hist_spy=self._hist_spy[g, :played],
+            hist_apothecary=self._hist_apothecary[g, :played],
+            hist_guy=self._hist_guy[g, :played],
+        )
+
+    def state_dict(self, game: int) -> dict[str, Any]:
+        """Game ``game``'s canonical state (SCENARIOS.md), as ``engine.scenario.state_dict`` gives it."""
+        return self.snapshot([game]).state_dict(0)
+
+    def export(self, game: int) -> dict[str, Any]:
+        """Game ``game`` so far as a scenario (with ``seed``, and ``priority`` in every round of the two-player
+        variant) that ``revolution_env.run_scenario`` replays to the same state."""
+        return self.snapshot([game]).export(0)
+
+
+class GameRecords:
+    """Copies of some games' arrays (the batch first), turned into canonical states and scenarios on demand."""
+
+    def __init__(self, layout: Layout, **arrays: np.ndarray) -> None:
+        self.layout = layout
+        for name, value in arrays.items():
+            setattr(self, name, value)
+
+    def __len__(self) -> int:
+        return len(self.seeds)
+
+    def state_dict(self, i: int) -> dict[str, Any]:
+        L = self.layout
+        meta = self.meta[i]
+        over = meta[PHASE] == K.OVER
+
+        def tok(row: np.ndarray) -> dict[str, int]:
+            return {t: int(n) for t, n in zip(TOKEN_TYPES, row)}
+
+        final = None
+        if over:
+            final = {
+                "support": self.final_support[i].tolist(),
+                "token_points": self.final_tokens[i].tolist(),
+                "area_points": self.final_areas[i].tolist(),
+                "winners": np.flatnonzero(self.final_win[i]).tolist(),
+            }
+        state: dict[str, Any] = {
+            "rules": L.rules.to_dict(),
+            "round": int(meta[ROUND]),
+            "game_over": bool(over and not meta[TRUNCATED]),
+            "truncated": bool(meta[TRUNCATED]),
+            "support": self.support[i].tolist(),
+            "tokens": [tok(row) for row in self.tokens[i]],
+            "bank": tok(self.bank[i]),
+            "board": {a.name: self.cubes[i, k].tolist() for k, a in enumerate(L.components.areas)},
+            "supply": self.supply[i].tolist(),
+            "final": final,
+        }
+        if meta[PHASE] not in (K.BIDDING, K.OVER):
+            names = L.target_names
+            kind = int(meta[KIND])
+            state["round_state"] = {
+                "phase": PHASE_NAMES[int(meta[PHASE])],
+                "bids": [_bid_dict(row, names) for row in self.bids[i]],
+                "resolved": {names[c]: int(w) for c, w in enumerate(self.winners[i]) if w >= -1},
+                "pending": None if kind == K.K_NONE else {"decision": str(Decision(kind)), "seats": [int(meta[DSEAT])]},
+            }
+        return state
+
+    def export(self, i: int) -> dict[str, Any]:
+        L = self.layout
+        meta = self.meta[i]
+        areas = L.components.area_names
+        names = L.target_names
+        played = int(meta[ROUND]) if meta[PHASE] == K.OVER else int(meta[ROUND]) - 1
+
+        S = L.seats
+
+        def cube(v: int) -> Any:
+            return "decline" if v < 0 else {"area": areas[v // S], "seat": v % S}
+
+        rounds = []
+        for r in range(played):
+            entry: dict[str, Any] = {"bids": [_bid_dict(b, names) for b in self.hist_bids[i, r].astype(np.int64)]}
+            if L.puppet >= 0:
+                entry["priority"] = int(self.hist_priority[i, r])
+            guy = [int(v) for v in self.hist_guy[i, r] if v != -2]
+            if guy:
+                entry["guy"] = [
+                    "pass" if v < 0 else {"character": names[v // 4], "answer": (v // 2) % 2, "mode": MODES[v % 2]}
+                    for v in guy
+                ]
+            spy = int(self.hist_spy[i, r])
+            if spy != -2:
+                entry["spy"] = cube(spy)
+            first, second = (int(v) for v in self.hist_apothecary[i, r])
+            if first != -2:
+                entry["apothecary"] = "decline" if first < 0 else {"first": cube(first), "second": cube(second)}
+            rounds.append(entry)
+        return {"rules": L.rules.to_dict(), "seed": int(self.seeds[i]), "rounds": rounds}
+
+
+def _bid_dict(bid: np.ndarray, names: tuple[str, ...]) -> dict[str, dict[str, int]]:
+    return {names[c]: {t: int(n) for t, n in zip(TOKEN_TYPES, bid[c]) if n} for c in range(len(names)) if bid[c].any()}
+
+
+def clean_bids_batch(bids: np.ndarray, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """``engine.game.clean_bids`` over a batch: bids (n, players, T, 3) -> cleaned bids and, per game, the tokens
+    that go to the bank (n, 3) (RULES.md §3, D16, D18)."""
+    return clean_bids(bids, layout, batch_dims=1)
+
+
+def priority_by_rule_batch(bids: np.ndarray, layout: Layout) -> np.ndarray:
+    """``engine.game.priority_by_rule`` over a batch of cleaned bids (n, players, T, 3): the seat placing Guy's
+    first bid, -1 where the rule comes to the coin flip (D9)."""
+    L = layout
+    gold = bids[:, :2, L.scheming, 2]
+    keys = bids[:, :2, : L.n_characters] @ L.strength  # (n, 2, C)
+    best = keys.max(2)
+    where = (keys == best[:, :, None]).argmax(2)
+    out = np.full(len(bids), -1, dtype=np.int64)
+    by_where = (best[:, 0] == best[:, 1]) & (best[:, 0] > 0) & (where[:, 0] != where[:, 1])
+    out[by_where] = np.where(where[by_where, 0] < where[by_where, 1], 0, 1)
+    by_best = best[:, 0] != best[:, 1]
+    out[by_best] = np.where(best[by_best, 0] > best[by_best, 1], 0, 1)
+    by_gold = gold[:, 0] != gold[:, 1]
+    out[by_gold] = np.where(gold[by_gold, 0] > gold[by_gold, 1], 0, 1)
+    return out

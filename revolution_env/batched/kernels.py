@@ -1,0 +1,546 @@
+"""The per-game rules of the batched engine: plain loops over one game's slice of the batch arrays.
+
+These functions mirror :class:`revolution_env.engine.game.Game` rule by rule (the scalar engine stays the
+reference; ``tests/test_batched.py`` drives both with the same decisions and compares them). They are compiled
+with Numba when it is installed (``pip install revolution-env[fast]``) and run as plain Python otherwise (the same
+results, far more slowly). Set ``REVOLUTION_NO_NUMBA=1`` to force plain Python.
+
+Why loops over games rather than NumPy over the batch for this part: resolution is a chain of small steps per
+character that any game may leave at a decision (Spy, Apothecary, Guy); compiled, one game's round costs about
+a microsecond, and the profile (``scripts/benchmark.py``) shows the batch-wide NumPy work around it (bids, masks,
+observations) dominating.
+
+The entry points (``*_many``) take ``st`` (the state arrays, see :data:`STATE_FIELDS`) and ``tb`` (the layout's
+static tables, see :data:`TABLE_FIELDS`) as tuples; the functions inside take a game index ``g`` and only the arrays
+they use (a compiled call that is not inlined costs a reference count per array argument, about 0.2 µs for the
+whole tuple, which the profile showed as the largest share of resolution).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+try:  # pragma: no cover - which branch runs depends on the install
+    if os.environ.get("REVOLUTION_NO_NUMBA"):
+        raise ImportError
+    import numba
+
+    def jit(f):
+        return numba.njit(cache=True, nogil=True)(f)
+
+    COMPILED = True
+except ImportError:  # pragma: no cover
+
+    def jit(f):
+        return f
+
+    COMPILED = False
+
+# Phases and decisions (the values of engine.game's phase names' order and of Decision).
+BIDDING, SCHEMING, RESOLUTION, OVER = 0, 1, 2, 3
+K_NONE, K_BID, K_GUY, K_SPY, K_APO1, K_APO2, K_REMOVE = 0, 1, 2, 3, 4, 5, 6
+FORCE, BLACKMAIL, GOLD = 0, 1, 2
+
+# Columns of the per-game integer record ``meta`` (N, N_META).
+ROUND, PHASE, KIND, DSEAT, CURSOR, GUY_COUNT, GUY_FIRST, GUY_LAST, SPY_OWNER, APO_AREA, APO_SEAT = range(11)
+TRUNCATED, REVEALED_ROUND, CONTESTED, N_META = 11, 12, 13, 14
+
+# Entries of the configuration vector ``cfg``.
+(C_CHARS, C_TARGETS, C_SEATS, C_PLAYERS, C_AREAS, C_PUPPET, C_SCHEMING, C_SPY, C_APO) = range(9)
+(C_REFUNDS, C_ACB, C_MAX_ROUNDS, C_MAX_CHARS, C_PATRONAGE, N_CFG) = range(9, 15)
+
+STATE_FIELDS = (
+    "tokens",  # (N, S, 3)
+    "bank",  # (N, 3)
+    "support",  # (N, S)
+    "cubes",  # (N, A, S)
+    "supply",  # (N, S)
+    "bids",  # (N, S, T, 3) still on the bid boards
+    "revealed",  # (N, S, T, 3) as placed, the puppet's included
+    "winners",  # (N, T): -2 unresolved, -1 nobody, else seat
+    "best",  # (N, T): the strictly highest bidder once bids are final (-1 none)
+    "contested",  # (N, T) bool: somebody bid
+    "scheming_gold",  # (N, S)
+    "meta",  # (N, N_META)
+    "final_support",  # (N, S)
+    "final_tokens",  # (N, S)
+    "final_areas",  # (N, S)
+    "final_win",  # (N, S) bool
+)
+TABLE_FIELDS = ("cfg", "legal", "strength", "rewards", "char_support", "char_area", "spaces", "area_support",
+                "token_points")  # fmt: skip
+
+
+@jit
+def cube_targets(g, kind, cubes, supply, meta, cfg, spaces, out):
+    """(A, S) bool into ``out``: the cubes a ``kind`` decision (Spy, Apothecary, Remove) may pick now (D4, D5).
+    Returns how many there are."""
+    A, S = cfg[C_AREAS], cfg[C_SEATS]
+    for a in range(A):
+        prot = False
+        if cfg[C_ACB]:  # Area Control Bonus: an area wholly held by one seat is untouchable (RULES.md §5)
+            most = 0
+            for s in range(S):
+                most = max(most, cubes[g, a, s])
+            prot = most == spaces[a]
+        for s in range(S):
+            out[a, s] = cubes[g, a, s] > 0 and not prot
+    if kind == K_SPY:
+        owner = meta[g, SPY_OWNER]
+        for a in range(A):
+            out[a, owner] = False
+            if supply[g, owner] == 0:  # D2
+                for s in range(S):
+                    out[a, s] = False
+    elif kind == K_APO1:
+        total = 0
+        rows = np.zeros(A, dtype=np.int64)
+        cols = np.zeros(S, dtype=np.int64)
+        for a in range(A):
+            for s in range(S):
+                if out[a, s]:
+                    total += 1
+                    rows[a] += 1
+                    cols[s] += 1
+        for a in range(A):
+            for s in range(S):
+                if out[a, s]:
+                    out[a, s] = total - rows[a] - cols[s] + 1 > 0  # a partner of another owner in another area
+    elif kind == K_APO2:
+        for a in range(A):
+            out[a, meta[g, APO_SEAT]] = False
+        for s in range(S):
+            out[meta[g, APO_AREA], s] = False
+    else:  # K_REMOVE (not reached: the batched engine has no first edition)
+        for a in range(A):
+            out[a, meta[g, DSEAT]] = False
+    n = 0
+    for a in range(A):
+        for s in range(S):
+            n += out[a, s]
+    return n
+
+
+@jit
+def guy_options(g, tokens, bids, cfg, legal, ok, beat):
+    """Guy's legal placements (D10, D11 revised): ``ok`` (C, 2, 2) over (character, answered player, tie/beat) and
+    the beats' tokens ``beat`` (C, 2, 3). The same rule as ``engine.game.guy_beats``. Returns how many."""
+    puppet = cfg[C_PUPPET]
+    n = 0
+    for c in range(cfg[C_CHARS]):
+        open_ = True
+        for t in range(3):
+            if bids[g, puppet, c, t] > 0:
+                open_ = False
+        for p in range(2):
+            has = False
+            can_copy = True
+            for t in range(3):
+                b = bids[g, p, c, t]
+                beat[c, p, t] = b
+                if b > 0:
+                    has = True
+                if tokens[g, puppet, t] < b:
+                    can_copy = False
+            found = False
+            if can_copy:
+                for t in (GOLD, BLACKMAIL, FORCE):  # D11: the lowest-value type available
+                    if tokens[g, puppet, t] - bids[g, p, c, t] >= 1 and legal[c, t]:
+                        beat[c, p, t] += 1
+                        found = True
+                        break
+            ok[c, p, 0] = has and open_ and can_copy
+            ok[c, p, 1] = has and open_ and found
+            n += ok[c, p, 0] + ok[c, p, 1]
+    return n
+
+
+@jit
+def can_decline(g, meta):
+    kind = meta[g, KIND]
+    if kind in (K_SPY, K_APO1):
+        return True
+    return kind == K_GUY and meta[g, GUY_COUNT] >= 2  # D12
+
+
+@jit
+def end_scheming(g, tokens, bank, meta, cfg):
+    puppet = cfg[C_PUPPET]
+    for t in range(3):
+        bank[g, t] += tokens[g, puppet, t]  # Guy's unplaced tokens go to the bank
+        tokens[g, puppet, t] = 0
+    meta[g, KIND] = K_NONE
+    meta[g, PHASE] = RESOLUTION
+
+
+@jit
+def next_guy_turn(g, tokens, bank, bids, meta, cfg, legal):
+    C = cfg[C_CHARS]
+    puppet = cfg[C_PUPPET]
+    held = tokens[g, puppet, 0] + tokens[g, puppet, 1] + tokens[g, puppet, 2]
+    if meta[g, GUY_COUNT] >= 6 or held == 0:  # D12
+        end_scheming(g, tokens, bank, meta, cfg)
+        return
+    ok = np.zeros((C, 2, 2), dtype=np.bool_)
+    beat = np.zeros((C, 2, 3), dtype=np.int64)
+    if guy_options(g, tokens, bids, cfg, legal, ok, beat) == 0:  # the player to act cannot place
+        end_scheming(g, tokens, bank, meta, cfg)
+        return
+    first = meta[g, GUY_FIRST]
+    meta[g, KIND] = K_GUY
+    meta[g, DSEAT] = first if meta[g, GUY_COUNT] % 2 == 0 else 1 - first
+
+
+@jit
+def place_guy(g, c, answered, mode, tokens, bank, bids, revealed, meta, cfg, legal):
+    """One Guy bid; returns False if it is not offered."""
+    C = cfg[C_CHARS]
+    puppet = cfg[C_PUPPET]
+    ok = np.zeros((C, 2, 2), dtype=np.bool_)
+    beat = np.zeros((C, 2, 3), dtype=np.int64)
+    guy_options(g, tokens, bids, cfg, legal, ok, beat)
+    if not ok[c, answered, mode]:
+        return False
+    for t in range(3):
+        n = beat[c, answered, t] if mode == 1 else bids[g, answered, c, t]
+        tokens[g, puppet, t] -= n
+        bids[g, puppet, c, t] = n
+        revealed[g, puppet, c, t] = n
+    meta[g, GUY_COUNT] += 1
+    meta[g, GUY_LAST] = meta[g, DSEAT]
+    meta[g, KIND] = K_NONE
+    next_guy_turn(g, tokens, bank, bids, meta, cfg, legal)
+    return True
+
+
+@jit
+def priority_by_rule(g, bids, cfg, strength):
+    """D9 on the cleaned bids of game ``g`` (as ``engine.game.priority_by_rule``): the seat placing Guy's first bid,
+    or -1 where the rule comes to the coin flip."""
+    sch = cfg[C_SCHEMING]
+    gold0, gold1 = bids[g, 0, sch, GOLD], bids[g, 1, sch, GOLD]
+    if gold0 != gold1:
+        return 0 if gold0 > gold1 else 1
+    best = np.zeros(2, dtype=np.int64)
+    where = np.zeros(2, dtype=np.int64)
+    for p in range(2):
+        for c in range(cfg[C_CHARS]):
+            key = strength[0] * bids[g, p, c, 0] + strength[1] * bids[g, p, c, 1] + strength[2] * bids[g, p, c, 2]
+            if key > best[p]:
+                best[p] = key
+                where[p] = c
+    if best[0] != best[1]:
+        return 0 if best[0] > best[1] else 1
+    if best[0] > 0 and where[0] != where[1]:
+        return 0 if where[0] < where[1] else 1
+    return -1
+
+
+@jit
+def contest(g, bids, best_, contested, meta, cfg, strength):
+    """Once bids are final, each target's strictly highest bid (RULES.md §3, §4)."""
+    for c in range(cfg[C_TARGETS]):
+        best = 0
+        who = -1
+        count = 0
+        for s in range(cfg[C_SEATS]):
+            key = strength[0] * bids[g, s, c, 0] + strength[1] * bids[g, s, c, 1] + strength[2] * bids[g, s, c, 2]
+            if key > best:
+                best, who, count = key, s, 1
+            elif key == best and key > 0:
+                count += 1
+        contested[g, c] = best > 0
+        best_[g, c] = who if count == 1 else -1
+    meta[g, CONTESTED] = 1
+
+
+@jit
+def place_cube(g, seat, area, cubes, supply, cfg, spaces):
+    """One cube on an empty space; none if the area is full or the seat has no cube left (D2)."""
+    filled = 0
+    for s in range(cfg[C_SEATS]):
+        filled += cubes[g, area, s]
+    if supply[g, seat] > 0 and filled < spaces[area]:
+        cubes[g, area, seat] += 1
+        supply[g, seat] -= 1
+
+
+@jit
+def score(g, tokens, support, cubes, meta, fin_support, fin_tokens, fin_areas, fin_win, cfg, spaces, area_support,
+          token_points):  # fmt: skip
+    S, P, puppet = cfg[C_SEATS], cfg[C_PLAYERS], cfg[C_PUPPET]
+    meta[g, PHASE] = OVER
+    meta[g, KIND] = K_NONE
+    for s in range(S):
+        fin_tokens[g, s] = tokens[g, s, 0] * token_points[0] + tokens[g, s, 1] * token_points[1]
+        fin_tokens[g, s] += tokens[g, s, 2] * token_points[2]
+        fin_areas[g, s] = 0
+    for a in range(cfg[C_AREAS]):
+        most = 0
+        who = -1
+        count = 0
+        for s in range(S):
+            n = cubes[g, a, s]
+            if n > most:
+                most, who, count = n, s, 1
+            elif n == most and n > 0:
+                count += 1
+        if most > 0 and count == 1:
+            fin_areas[g, who] += area_support[a]
+            if cfg[C_ACB] and most == spaces[a]:
+                fin_areas[g, who] += 10
+    for s in range(S):
+        fin_support[g, s] = support[g, s] + fin_tokens[g, s] + fin_areas[g, s]
+    if puppet >= 0:  # D13: a player must also beat the puppet strictly
+        top = max(fin_support[g, 0], fin_support[g, 1])
+        for s in range(S):
+            fin_win[g, s] = s < P and fin_support[g, s] == top and top > fin_support[g, puppet]
+    else:  # D7: ties share the win
+        top = fin_support[g, 0]
+        for s in range(S):
+            top = max(top, fin_support[g, s])
+        for s in range(S):
+            fin_win[g, s] = fin_support[g, s] == top
+
+
+@jit
+def advance(g, st, tb):
+    """Run the rules until a decision is needed or the game is over: resolve the characters from the cursor
+    (RULES.md §4: the strictly highest bid wins, tokens are spent, benefits come at once), then end the round."""
+    tokens, bank, support, cubes, supply, bids = st[0], st[1], st[2], st[3], st[4], st[5]
+    winners, best, contested, meta = st[7], st[8], st[9], st[11]
+    cfg, strength, rewards, char_support, char_area, spaces = tb[0], tb[2], tb[3], tb[4], tb[5], tb[6]
+    C, S, A = cfg[C_CHARS], cfg[C_SEATS], cfg[C_AREAS]
+    if meta[g, PHASE] == RESOLUTION and meta[g, CURSOR] == 0 and meta[g, CONTESTED] == 0:
+        contest(g, bids, best, contested, meta, cfg, strength)
+    while meta[g, KIND] == K_NONE and meta[g, PHASE] == RESOLUTION:
+        c = meta[g, CURSOR]
+        if c >= C:
+            end_round(g, st, tb)
+            break
+        meta[g, CURSOR] = c + 1
+        if not contested[g, c]:
+            winners[g, c] = -1  # nobody bid
+            continue
+        w = best[g, c]
+        for s in range(S):
+            for t in range(3):
+                n = bids[g, s, c, t]
+                if cfg[C_REFUNDS] and s != w:
+                    tokens[g, s, t] += n  # losing and tied bids go back to their owners
+                else:
+                    bank[g, t] += n
+                bids[g, s, c, t] = 0
+        winners[g, c] = w
+        if w < 0:
+            continue
+        support[g, w] += char_support[c]
+        for t in range(3):
+            pay = min(rewards[c, t], bank[g, t])  # D1
+            bank[g, t] -= pay
+            tokens[g, w, t] += pay
+        if char_area[c] >= 0:
+            place_cube(g, w, char_area[c], cubes, supply, cfg, spaces)
+        decider = meta[g, GUY_LAST] if w == cfg[C_PUPPET] else w  # Guy's choices: whoever placed his last bid
+        kind = K_SPY if c == cfg[C_SPY] else (K_APO1 if c == cfg[C_APO] else K_NONE)
+        if kind != K_NONE:
+            if kind == K_SPY:
+                meta[g, SPY_OWNER] = w
+            if cube_targets(g, kind, cubes, supply, meta, cfg, spaces, np.zeros((A, S), dtype=np.bool_)) > 0:
+                meta[g, KIND] = kind
+                meta[g, DSEAT] = decider
+
+
+@jit
+def end_round(g, st, tb):
+    tokens, bank, support, cubes, meta = st[0], st[1], st[2], st[3], st[11]
+    cfg, spaces = tb[0], tb[6]
+    S = cfg[C_SEATS]
+    full = True
+    for a in range(cfg[C_AREAS]):
+        filled = 0
+        for s in range(S):
+            filled += cubes[g, a, s]
+        if filled < spaces[a]:
+            full = False
+    over = full  # D6
+    if not full and meta[g, ROUND] >= cfg[C_MAX_ROUNDS]:  # D8
+        meta[g, TRUNCATED] = 1
+        over = True
+    if over:
+        score(g, tokens, support, cubes, meta, st[12], st[13], st[14], st[15], cfg, spaces, tb[7], tb[8])
+        return
+    for s in range(S):  # Patronage, seat by seat from seat 0 (D17)
+        want = cfg[C_PATRONAGE] - (tokens[g, s, 0] + tokens[g, s, 1] + tokens[g, s, 2])
+        if want > 0:
+            take = min(want, bank[g, GOLD])
+            bank[g, GOLD] -= take
+            tokens[g, s, GOLD] += take
+    meta[g, ROUND] += 1
+    meta[g, PHASE] = BIDDING
+    meta[g, KIND] = K_BID
+    meta[g, DSEAT] = 0
+    meta[g, CONTESTED] = 0
+
+
+@jit
+def choose(g, value, st, tb):
+    """Answer game ``g``'s pending non-bid decision: ``value`` -1 declines or passes; a cube decision's value is
+    ``area * S + seat`` (absolute seat), a Guy placement's ``(character * 2 + answered_seat) * 2 + mode``.
+    Returns False (and changes nothing) if the choice is not allowed."""
+    tokens, bank, cubes, supply, bids, revealed, meta = st[0], st[1], st[3], st[4], st[5], st[6], st[11]
+    cfg, legal, spaces = tb[0], tb[1], tb[6]
+    S = cfg[C_SEATS]
+    kind = meta[g, KIND]
+    if kind in (K_NONE, K_BID):
+        return False
+    if value < 0:
+        if not can_decline(g, meta):
+            return False
+        if kind == K_GUY:
+            end_scheming(g, tokens, bank, meta, cfg)
+        meta[g, KIND] = K_NONE
+        meta[g, APO_AREA] = -1
+        meta[g, APO_SEAT] = -1
+        advance(g, st, tb)
+        return True
+    if kind == K_GUY:
+        c = value // 4
+        if c >= cfg[C_CHARS]:
+            return False
+        if not place_guy(g, c, (value // 2) % 2, value % 2, tokens, bank, bids, revealed, meta, cfg, legal):
+            return False
+        advance(g, st, tb)
+        return True
+    area = value // S
+    seat = value % S
+    if area >= cfg[C_AREAS]:
+        return False
+    ok = np.zeros((cfg[C_AREAS], S), dtype=np.bool_)
+    cube_targets(g, kind, cubes, supply, meta, cfg, spaces, ok)
+    if not ok[area, seat]:
+        return False
+    meta[g, KIND] = K_NONE
+    if kind == K_SPY:
+        owner = meta[g, SPY_OWNER]
+        cubes[g, area, seat] -= 1
+        supply[g, seat] += 1
+        cubes[g, area, owner] += 1
+        supply[g, owner] -= 1
+    elif kind == K_APO1:
+        meta[g, APO_AREA] = area
+        meta[g, APO_SEAT] = seat
+        meta[g, KIND] = K_APO2
+    elif kind == K_APO2:
+        a1, s1 = meta[g, APO_AREA], meta[g, APO_SEAT]
+        meta[g, APO_AREA] = -1
+        meta[g, APO_SEAT] = -1
+        cubes[g, a1, s1] -= 1
+        cubes[g, a1, seat] += 1
+        cubes[g, area, seat] -= 1
+        cubes[g, area, s1] += 1
+    else:
+        cubes[g, area, seat] -= 1
+        supply[g, seat] += 1
+    advance(g, st, tb)
+    return True
+
+
+# --- over many games at once ---------------------------------------------------------------------------------
+
+
+@jit
+def submit_many(games, raw, given, coin, st, tb, hist_bids, hist_priority):
+    """The players' bids ``raw`` (n, P, T, 3) of ``games``, already checked to place exactly the held tokens (D3):
+    cleaned (illegal tokens, then bids past the sixth character, to the bank: RULES.md §3, D16, D18), recorded in
+    the history, then Scheming (two players: D9's priority, ``given`` where >= 0 else the rule, else ``coin``) and
+    resolution up to the next decision or the end. Returns the index of a game whose given priority contradicts
+    the rule, or -1; nothing of that game or the ones after it is changed then."""
+    tokens, bank, bids, revealed, winners, scheming_gold, meta = st[0], st[1], st[5], st[6], st[7], st[10], st[11]
+    cfg, legal, strength = tb[0], tb[1], tb[2]
+    C, T, S, P = cfg[C_CHARS], cfg[C_TARGETS], cfg[C_SEATS], cfg[C_PLAYERS]
+    sch = cfg[C_SCHEMING]
+    for i in range(len(games)):
+        g = games[i]
+        r = meta[g, ROUND] - 1
+        for p in range(S):
+            for c in range(T):
+                for t in range(3):
+                    revealed[g, p, c, t] = 0
+                    bids[g, p, c, t] = 0
+        for p in range(P):
+            placed = 0  # characters that still carry tokens (D16: counted after illegal tokens are removed)
+            for c in range(T):
+                has = False
+                for t in range(3):
+                    n = raw[i, p, c, t]
+                    revealed[g, p, c, t] = n
+                    hist_bids[g, r, p, c, t] = n
+                    if n > 0 and legal[c, t]:
+                        has = True
+                if has and c < C:
+                    placed += 1
+                keep = not (has and c < C and placed > cfg[C_MAX_CHARS])
+                for t in range(3):
+                    n = raw[i, p, c, t]
+                    if keep and legal[c, t]:
+                        bids[g, p, c, t] = n
+                    else:
+                        bank[g, t] += n  # illegal, or past the sixth character: to the bank
+            for t in range(3):
+                tokens[g, p, t] = 0
+        meta[g, REVEALED_ROUND] = meta[g, ROUND]
+        for c in range(T):
+            winners[g, c] = -2
+        for s in range(S):
+            scheming_gold[g, s] = 0
+        meta[g, CURSOR] = 0
+        meta[g, KIND] = K_NONE
+        meta[g, CONTESTED] = 0
+        if sch >= 0:
+            ruled = priority_by_rule(g, bids, cfg, strength)
+            if given[i] >= 0 and ruled >= 0 and given[i] != ruled:
+                return i
+            first = given[i] if given[i] >= 0 else (ruled if ruled >= 0 else coin[i])
+            hist_priority[g, r] = first
+            for s in range(S):  # Scheming Gold goes to the bank, whatever follows (RULES.md §6)
+                gold = bids[g, s, sch, GOLD]
+                scheming_gold[g, s] = gold
+                bank[g, GOLD] += gold
+                for t in range(3):
+                    bids[g, s, sch, t] = 0
+            meta[g, PHASE] = SCHEMING
+            meta[g, GUY_FIRST] = first
+            meta[g, GUY_COUNT] = 0
+            meta[g, GUY_LAST] = -1
+            next_guy_turn(g, tokens, bank, bids, meta, cfg, legal)
+        else:
+            meta[g, PHASE] = RESOLUTION
+        advance(g, st, tb)
+    return -1
+
+
+@jit
+def choose_many(games, values, st, tb, ok):
+    """:func:`choose` for each game; ``ok[i]`` says whether game ``games[i]``'s choice was allowed."""
+    for i in range(len(games)):
+        ok[i] = choose(games[i], values[i], st, tb)
+
+
+@jit
+def options_many(games, st, tb, cube_out, guy_out, decline_out):
+    """The legal choices of each game's pending non-bid decision: cubes (n, A, S), Guy placements (n, C, 2, 2),
+    whether declining is allowed (n,)."""
+    tokens, cubes, supply, bids, meta = st[0], st[3], st[4], st[5], st[11]
+    cfg, legal, spaces = tb[0], tb[1], tb[6]
+    beat = np.zeros((cfg[C_CHARS], 2, 3), dtype=np.int64)
+    for i in range(len(games)):
+        g = games[i]
+        kind = meta[g, KIND]
+        decline_out[i] = can_decline(g, meta)
+        if kind == K_GUY:
+            guy_options(g, tokens, bids, cfg, legal, guy_out[i], beat)
+        elif kind >= K_SPY:
+            cube_targets(g, kind, cubes, supply, meta, cfg, spaces, cube_out[i])

@@ -1,0 +1,508 @@
+"""``revolution_env.vector_env``: many single-agent games stepped in batch (ENVIRONMENT.md, "Vectorised").
+
+| property        | value                                                                                          |
+|-----------------|------------------------------------------------------------------------------------------------|
+| class           | :class:`RevolutionVectorEnv`, a ``gymnasium.vector.VectorEnv`` of ``num_envs`` games            |
+| one game        | like ``gym_env``: the learner plays one seat (``seat``, or drawn per episode), ``opponents`` the others |
+| observation     | the learner's observation vector (float32 ``Box`` with declared bounds), or with ``mask_in_obs=True`` a ``Dict`` of ``"observation"`` and ``"action_mask"`` |
+| action          | ``MultiDiscrete(nvec)`` per game (``single_action_space``), one row per game                    |
+| masks           | ``action_masks()``: bool ``(num_envs, sum(nvec))``; also ``info["action_mask"]``                |
+| reward          | the learner's: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``, as the scalar env     |
+| autoreset       | ``SAME_STEP`` (Gymnasium 1.x ``AutoresetMode.SAME_STEP``): the step that ends a game returns the next game's first observation; the last one is in ``info["final_obs"]`` (an object array, ``None`` where no game ended) and ``info["final_info"]`` |
+| finished games  | ``pop_finished()``: ``(scenario, final_state)`` pairs that ``revolution scenario`` replays        |
+
+Every game is held by one :class:`revolution_env.batched.BatchedGame`. Opponents: ``"random"`` is played in batch
+(a uniform legal action drawn from the masks of all games at once). A policy checkpoint is evaluated in one
+forward pass for all the games it plays in (``PolicyAgent.act_batch``; so is any agent with
+``act_batch(observations, masks, decisions) -> actions``). The heuristic bots are called **per game** through their
+scalar ``act(observation, info)`` on observations built in batch: the one place where the batched path works game
+by game (``scripts/benchmark.py --opponents value`` measures what it costs: the bots' ~1.5 ms a decision dominate).
+
+Not supported: the first edition (``ValueError`` at construction) and rendering.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from ..engine.components import BoardError
+from ..engine.game import Decision, RulesError, make_layout
+from ..env.core import MARGIN_SCALE, EnvConfig
+from ..env.encoding import Codec, IllegalActionError
+from ..env.observation import ObservationLayout
+from ..env.spaces import MaskedMultiDiscrete
+from . import kernels as K
+from .engine import BatchedGame
+from .view import BatchedView
+
+try:
+    from gymnasium.vector import AutoresetMode
+
+    SAME_STEP: Any = AutoresetMode.SAME_STEP
+except ImportError:  # gymnasium 1.0 names no autoreset modes (its own vector envs reset on the next step)
+    SAME_STEP = "SameStep"
+
+DEFAULT_OPPONENT = "value"  # the strongest heuristic, as gym_env's default (ENVIRONMENT.md, "Single agent")
+KEEP_FINISHED = 100_000  # finished games kept for pop_finished() before the oldest are dropped
+
+
+# --- spaces ----------------------------------------------------------------------------------------------------
+
+
+def vector_spaces(codec: Codec, obs_layout: ObservationLayout, mask_in_obs: bool) -> tuple[spaces.Space, spaces.Space]:
+    """One game's observation and action spaces (``single_observation_space``, ``single_action_space``): kept in
+    this one function so that ``gym_env`` and the vector env can share them."""
+    low, high = obs_layout.bounds()
+    box = spaces.Box(low, high, (obs_layout.size,), np.float32)
+    obs = box
+    if mask_in_obs:
+        obs = spaces.Dict({"observation": box, "action_mask": spaces.Box(0, 1, (codec.size,), np.int8)})
+    return obs, MaskedMultiDiscrete(codec.nvec)
+
+
+# --- opponents -------------------------------------------------------------------------------------------------
+
+
+class _Opponent:
+    """One distinct opponent: ``random`` (played in batch) or an agent called per game (or by ``act_batch``)."""
+
+    def __init__(self, name: str, agent: Any = None) -> None:
+        self.name = name
+        self.agent = agent
+        self.batched = agent is None
+
+
+def _is_random(agent: Any) -> bool:
+    from ..agents.base import RandomAgent
+
+    return type(agent) is RandomAgent
+
+
+class RevolutionVectorEnv(VectorEnv):
+    """``num_envs`` single-agent games of Revolution! stepped in batch. See the module documentation."""
+
+    metadata = {"autoreset_mode": SAME_STEP, "render_modes": []}
+
+    def __init__(
+        self,
+        num_envs: int,
+        players: int = 3,
+        opponents: Any = None,
+        seat: int | None = None,
+        mask_in_obs: bool = False,
+        keep_finished: int = KEEP_FINISHED,
+        **options: Any,
+    ) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs: expected a positive integer, got {num_envs!r}")
+        options = dict(options, players=players)
+        if options.get("render_mode") is not None:
+            raise ValueError("render_mode: the vector env does not render (use revolution_env.env or gym_env)")
+        self.config = config = EnvConfig.from_options(options)
+        self.options = {k: v for k, v in options.items() if k != "render_mode"}
+        if config.rules.first_edition:
+            raise ValueError(
+                "first_edition: the batched engine does not support the first edition (Card space and deck); "
+                "use revolution_env.env or gym_env for it"
+            )
+        try:
+            self.layout = make_layout(config.rules)
+        except (BoardError, RulesError) as exc:
+            raise ValueError(f"board: {exc}") from None
+        if not isinstance(mask_in_obs, bool):
+            raise ValueError(f"mask_in_obs: expected true or false, got {mask_in_obs!r}")
+        if isinstance(keep_finished, bool) or not isinstance(keep_finished, int) or keep_finished < 0:
+            raise ValueError(f"keep_finished: expected a non-negative integer, got {keep_finished!r}")
+        L = self.layout
+        self.num_envs = n = int(num_envs)
+        self.players = P = L.players
+        if seat is not None and (
+            isinstance(seat, bool) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < P
+        ):
+            raise ValueError(f"seat: expected None or a seat from 0 to {P - 1}, got {seat!r}")
+        self.fixed_seat = None if seat is None else int(seat)
+        self.mask_in_obs = mask_in_obs
+        self.keep_finished = keep_finished
+        self.codec = Codec(L)
+        self.obs_layout = ObservationLayout(self.codec)
+        self.view = BatchedView(self.codec, self.obs_layout)
+        self.single_observation_space, self.single_action_space = vector_spaces(
+            self.codec, self.obs_layout, mask_in_obs
+        )
+        self.observation_space = batch_space(self.single_observation_space, n)
+        self.action_space = batch_space(self.single_action_space, n)
+        self._np_random, self._np_random_seed = seeding.np_random(None)
+        self.game = BatchedGame(L, n, rng=self._np_random)
+        # opponents: a table of distinct opponents, and per game and absolute seat an index into it (-1: learner)
+        self._table: list[_Opponent] = [_Opponent("random")]
+        self._index: dict[int, int] = {}
+        self.league = None
+        self._fixed: list[int] = []
+        self._parse_opponents(opponents)
+        self.seat = np.zeros(n, dtype=np.int64)
+        self.opponent_of = np.full((n, P), -1, dtype=np.int64)
+        self._finished: list[Any] = []
+        self._finished_count = 0
+        self._warned: set[str] = set()
+        self._started = False
+        self._kinds = np.zeros(n, dtype=np.int64)
+        self._masks = np.zeros((n, self.codec.size), dtype=bool)
+
+    # --- opponents ---------------------------------------------------------------------------------------------
+
+    def _parse_opponents(self, opponents: Any) -> None:
+        others = self.players - 1
+        if (
+            opponents is not None
+            and not isinstance(opponents, (str, list, tuple))
+            and callable(getattr(opponents, "sample", None))
+        ):
+            self.league = opponents  # picks the opponents of each new game: league.sample(rng, slot)
+            return
+        if opponents is None:
+            specs: Sequence[Any] = [DEFAULT_OPPONENT] * others
+        elif isinstance(opponents, str) or not isinstance(opponents, (list, tuple)):
+            specs = [opponents] * others
+        else:
+            specs = list(opponents)
+            if len(specs) != others:
+                raise ValueError(
+                    f"opponents: expected {others} opponent(s) for {self.players} players (one per other seat), "
+                    f"got {len(specs)}"
+                )
+        self._fixed = [self._register(spec) for spec in specs]
+
+    def _register(self, spec: Any) -> int:
+        """The table index of an opponent spec (a name, a checkpoint path, or an Agent)."""
+        from ..agents.base import Agent
+        from ..agents.loading import is_checkpoint, load_agent
+
+        name = None
+        if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
+            name, spec = spec  # a league's (name, agent): the league's name is what its results are kept under
+        if isinstance(spec, str):
+            if spec == "random":
+                return 0
+            key = hash(("spec", spec))
+            if key not in self._index:
+                try:
+                    agent = load_agent(spec, **self.options)
+                except ValueError as exc:
+                    raise ValueError(f"opponents: {exc}") from None
+                if is_checkpoint(spec) and not hasattr(agent, "act_batch"):
+                    warnings.warn(
+                        f"opponents: checkpoint {spec!r} is played game by game (no batched policy yet); "
+                        "expect the vector env to run at the speed of its forward passes",
+                        stacklevel=3,
+                    )
+                self._index[key] = len(self._table)
+                self._table.append(_Opponent(spec, agent))
+            return self._index[key]
+        if isinstance(spec, Agent) or callable(getattr(spec, "act", None)):
+            if _is_random(spec):
+                return 0
+            key = id(spec)
+            if key not in self._index:
+                self._index[key] = len(self._table)
+                self._table.append(_Opponent(name or getattr(spec, "name", type(spec).__name__), spec))
+            return self._index[key]
+        raise ValueError(f"opponents: expected an agent spec (a name or a checkpoint path) or an Agent, got {spec!r}")
+
+    def _start_games(self, games: np.ndarray) -> None:
+        """New games in ``games``: seeds, the learner's seat, the opponents of the other seats."""
+        rng = self.np_random
+        k = len(games)
+        if k == 0:
+            return
+        self.game.reset(games, rng.integers(2**63 - 1, size=k))
+        if self.fixed_seat is None:
+            self.seat[games] = rng.integers(self.players, size=k)
+        else:
+            self.seat[games] = self.fixed_seat
+        seats = self.seat[games]
+        for slot in range(self.players - 1):
+            absolute = np.where(slot < seats, slot, slot + 1)  # the other seats in order
+            if self.league is None:
+                self.opponent_of[games, absolute] = self._fixed[slot]
+            else:
+                picks = [self._register(self.league.sample(rng, slot)) for _ in range(k)]
+                self.opponent_of[games, absolute] = picks
+        self.opponent_of[games, seats] = -1
+
+    def opponent_names(self) -> list[str]:
+        """The names of the opponents met so far (a spec, an agent's name, or a league's name for its member);
+        ``info["final_info"]["opponents"]`` indexes this list."""
+        return [o.name for o in self._table]
+
+    # --- the VectorEnv API -------------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict[str, Any]]:
+        """Start every game afresh (later games start by themselves when one ends: autoreset)."""
+        if seed is not None:
+            self._np_random, self._np_random_seed = seeding.np_random(seed)
+            self.game.rng = self._np_random
+            for opponent in self._table[1:]:  # stochastic bots draw from their own generators: seed them too
+                if hasattr(opponent.agent, "reset"):
+                    opponent.agent.reset(int(self._np_random.integers(2**31)))
+        everything = np.arange(self.num_envs)
+        self._start_games(everything)
+        self._started = True
+        obs = self._observe()
+        return obs, self._infos(np.zeros(self.num_envs, dtype=np.int8))
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """One decision of the learner in every game; opponents play until the learner is asked again."""
+        if not self._started:
+            raise RuntimeError("step() before reset(): call reset() first")
+        actions = np.asarray(actions)
+        n, game, view = self.num_envs, self.game, self.view
+        if actions.shape != (n, len(self.codec.nvec)) or actions.dtype.kind not in "iu":
+            raise ValueError(
+                f"actions: expected integers of shape ({n}, {len(self.codec.nvec)}), got {actions.dtype} {actions.shape}"
+            )
+        actions = actions.astype(np.int64, copy=False)
+        legal = view.legal(actions, self._masks)
+        illegal = ~legal
+        if illegal.any():
+            self._illegal(np.flatnonzero(illegal), actions)
+        kinds = self._kinds
+        everyone = np.arange(n)
+        bidding = everyone[legal & (kinds == K.K_BID)]
+        choosing = everyone[legal & (kinds >= K.K_GUY)]
+        if len(bidding):
+            bids = np.zeros((len(bidding), self.players, self.codec.T, 3), dtype=np.int64)
+            seats = self.seat[bidding]
+            bids[np.arange(len(bidding)), seats] = view.bid_counts(actions[bidding], game.tokens[bidding, seats])
+            self._opponent_bids(bidding, bids)
+            game.submit_bids(bidding, bids)
+        if len(choosing):
+            values = view.engine_choices(actions[choosing, 0], self.seat[choosing], kinds[choosing])
+            game.choose(choosing, values)
+        self._play_opponents()
+        over = game.over.copy()
+        done = over | illegal
+        rewards = np.zeros(n, dtype=np.float64)
+        rewards[over] = self._rewards(everyone[over])
+        rewards[illegal] = -1.0
+        truncated = over & game.truncated
+        terminated = done & ~truncated
+        infos: dict[str, Any] = {}
+        if done.any():
+            ended = everyone[done]
+            infos = self._final(ended, everyone[over], illegal)
+            self._start_games(ended)
+        obs = self._observe()
+        infos.update(self._infos(illegal.astype(np.int8)))
+        return obs, rewards, terminated, truncated, infos
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's flat masks, bool ``(num_envs, sum(nvec))`` (MaskablePPO's form; read-only)."""
+        return self._masks
+
+    def pop_finished(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """The games finished since the last call, as ``(scenario, final_state)`` pairs: the scenario (SCENARIOS.md,
+        with ``seed`` and, with two players, ``priority`` in every round) replays to the final state. Games ended
+        by an illegal action are not among them."""
+        out = []
+        for records in self._finished:
+            for i in range(len(records)):
+                out.append((records.export(i), records.state_dict(i)))
+        self._finished = []
+        self._finished_count = 0
+        return out
+
+    def close_extras(self, **kwargs: Any) -> None:
+        pass
+
+    # --- inside ------------------------------------------------------------------------------------------------
+
+    def _observe(self) -> Any:
+        everyone = np.arange(self.num_envs)
+        self._kinds = kinds = self.view.kinds(self.game, everyone, self.seat)
+        obs = self.view.observe(self.game, everyone, self.seat, kinds)
+        self._masks = self.view.masks(self.game, everyone, self.seat, kinds)
+        self._masks.flags.writeable = False  # handed out as it is (action_masks, info): built anew every step
+        if self.mask_in_obs:
+            return {"observation": obs, "action_mask": self._masks.view(np.int8)}
+        return obs
+
+    def _infos(self, illegal: np.ndarray) -> dict[str, Any]:
+        ones = np.ones(self.num_envs, dtype=bool)
+        return {
+            "decision": self._kinds.copy(),
+            "_decision": ones,
+            "illegal_action": illegal,
+            "_illegal_action": ones,
+            "action_mask": self.action_masks(),
+            "_action_mask": ones,
+        }
+
+    def _rewards(self, games: np.ndarray) -> np.ndarray:
+        seats = self.seat[games]
+        if self.config.reward == "win_loss":
+            return np.where(self.game.final_win[games, seats], 1.0, -1.0)
+        support = self.game.final_support[games].astype(np.float64)
+        mine = support[np.arange(len(games)), seats]
+        support[np.arange(len(games)), seats] = -np.inf
+        return (mine - support.max(1)) / MARGIN_SCALE
+
+    def _final(self, ended: np.ndarray, over: np.ndarray, illegal: np.ndarray) -> dict[str, Any]:
+        """The last observation and info of the games that ended, and their records for pop_finished()."""
+        n = self.num_envs
+        game = self.game
+        if self.keep_finished and len(over):
+            self._finished.append(game.snapshot(over))
+            self._finished_count += len(over)
+            while self._finished_count > self.keep_finished and len(self._finished) > 1:
+                self._finished_count -= len(self._finished.pop(0))
+                self._warn_once(
+                    "keep_finished",
+                    f"pop_finished(): more than {self.keep_finished} finished games kept; the oldest are dropped",
+                )
+        kinds = np.zeros(len(ended), dtype=np.int64)
+        last = self.view.observe(game, ended, self.seat[ended], kinds)
+        final_obs = np.full(n, None, dtype=object)
+        for j, i in enumerate(ended.tolist()):
+            if self.mask_in_obs:
+                mask = np.zeros(self.codec.size, dtype=np.int8)
+                mask[self.codec.offsets] = 1
+                final_obs[i] = {"observation": last[j], "action_mask": mask}
+            else:
+                final_obs[i] = last[j]
+        mask = np.zeros(n, dtype=bool)
+        mask[ended] = True
+        seats = self.seat
+        final_info = {
+            "seat": seats.copy(),
+            "won": game.final_win[np.arange(n), seats] & game.over,
+            "support": np.where(game.over, game.final_support[np.arange(n), seats], 0),
+            "rounds": game.round.copy(),
+            "illegal_action": illegal.astype(np.int8),
+            # the other seats' opponents, in seat order, as indices into opponent_names()
+            "opponents": self.opponent_of[self.opponent_of >= 0].reshape(n, self.players - 1).copy(),
+        }
+        final_info.update({f"_{k}": mask for k in list(final_info)})
+        return {"final_obs": final_obs, "_final_obs": mask, "final_info": final_info, "_final_info": mask}
+
+    def _illegal(self, envs: np.ndarray, actions: np.ndarray) -> None:
+        i = int(envs[0])
+        kind = Decision(int(self._kinds[i]))
+        why = self.codec._why(actions[i], self._masks[i], kind)
+        if self.config.illegal == "raise":
+            raise IllegalActionError(f"env {i} (seat {int(self.seat[i])}): illegal action for decision {kind!r}: {why}")
+        self._warn_once("illegal", f"env {i}: illegal action for decision {kind!r} ({why}); the game ends, reward -1")
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            gymnasium.logger.warn(message)
+
+    def _opponent_bids(self, games: np.ndarray, bids: np.ndarray) -> None:
+        """Every opponent's bid in ``games`` (all waiting for bids), written into ``bids`` (n, players, T, 3)."""
+        opp = self.opponent_of[games]  # (n, players)
+        for index in np.unique(opp[opp >= 0]).tolist():
+            rows, seats = np.nonzero(opp == index)
+            g = games[rows]
+            opponent = self._table[index]
+            if opponent.batched:
+                bids[rows, seats] = self._random_bids(self.game.tokens[g, seats])
+            else:
+                kinds = np.full(len(g), K.K_BID, dtype=np.int64)
+                actions = self._agent_actions(opponent, g, seats, kinds)
+                bids[rows, seats] = self.view.bid_counts(actions, self.game.tokens[g, seats])
+
+    def _play_opponents(self) -> None:
+        """Opponents' non-bid decisions (Guy, Spy, Apothecary) until every game waits for the learner or is over."""
+        game = self.game
+        while True:
+            kind = game.meta[:, K.KIND]
+            waiting = np.flatnonzero((kind >= K.K_GUY) & (game.meta[:, K.DSEAT] != self.seat))
+            if len(waiting) == 0:
+                return
+            seats = game.meta[waiting, K.DSEAT]
+            kinds = kind[waiting]
+            values = np.zeros(len(waiting), dtype=np.int64)
+            which = self.opponent_of[waiting, seats]
+            for index in np.unique(which).tolist():
+                rows = np.flatnonzero(which == index)
+                opponent = self._table[index]
+                g, s, k = waiting[rows], seats[rows], kinds[rows]
+                if opponent.batched:
+                    allowed = self.view.choice_masks(game, g, s, k)
+                    score = self.np_random.random((len(g), self.codec.C)) + allowed
+                    choice = score.argmax(1)
+                else:
+                    choice = self._agent_actions(opponent, g, s, k)[:, 0]
+                values[rows] = self.view.engine_choices(choice, s, k)
+            game.choose(waiting, values)
+
+    def _random_bids(self, held: np.ndarray) -> np.ndarray:
+        """Uniform random legal bids (each token to a uniformly drawn legal target) for tokens ``held`` (m, 3)."""
+        L, T = self.layout, self.codec.T
+        m = len(held)
+        out = np.zeros((m, T, 3), dtype=np.int64)
+        for t in range(3):
+            top = int(held[:, t].max()) if m else 0
+            if top == 0:
+                continue
+            targets = L.legal_targets[t]
+            draw = targets[self.np_random.integers(len(targets), size=(m, top))]
+            valid = np.arange(top)[None, :] < held[:, t : t + 1]
+            flat = np.arange(m)[:, None] * T + draw
+            out[:, :, t] = np.bincount(flat[valid], minlength=m * T).reshape(m, T)
+        return out
+
+    def _agent_actions(
+        self, opponent: _Opponent, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray
+    ) -> np.ndarray:
+        """An agent's actions (n, D) for ``games``, from observations and masks built in batch. Per game through
+        ``act`` (the heuristics), or once through ``act_batch`` where the agent has it."""
+        obs = self.view.observe(self.game, games, seats, kinds)
+        masks = self.view.masks(self.game, games, seats, kinds)
+        agent = opponent.agent
+        if hasattr(agent, "act_batch"):
+            actions = np.asarray(agent.act_batch(obs, masks, kinds), dtype=np.int64)
+        else:
+            actions = np.stack(
+                [
+                    np.asarray(
+                        agent.act(
+                            {"observation": obs[j], "action_mask": masks[j].view(np.int8)},
+                            {"decision": Decision(int(kinds[j])), "illegal_action": 0},
+                        ),
+                        dtype=np.int64,
+                    )
+                    for j in range(len(games))
+                ]
+            )
+        if not self.view.legal(actions, masks).all():
+            j = int(np.flatnonzero(~self.view.legal(actions, masks))[0])
+            raise RuntimeError(
+                f"opponent {opponent.name!r} broke the mask in env {int(games[j])} "
+                f"({Decision(int(kinds[j]))}: {self.codec._why(actions[j], masks[j], Decision(int(kinds[j])))})"
+            )
+        return actions
+
+
+def vector_env(
+    num_envs: int, players: int = 3, opponents: Any = None, seat: int | None = None, **options: Any
+) -> RevolutionVectorEnv:
+    """``num_envs`` single-agent games stepped in batch by the batched engine (ENVIRONMENT.md, "Vectorised").
+
+    ``opponents``: one agent spec (``"random"``, a heuristic's name, a checkpoint path) or ``Agent`` for every other
+    seat, a list of one per other seat, or a league object whose ``sample(rng, slot)`` picks the opponent of each
+    slot of every new game (default: ``"value"``, the strongest heuristic, in every other seat). ``seat``: the
+    learner's seat, or None to draw it per game. Other options: ``mask_in_obs``, ``keep_finished`` (finished games
+    kept for :meth:`~RevolutionVectorEnv.pop_finished`, 0 for none) and the rule and reward options of
+    :func:`revolution_env.env`. Bad input raises ``ValueError`` naming the option.
+    """
+    return RevolutionVectorEnv(num_envs, players=players, opponents=opponents, seat=seat, **options)

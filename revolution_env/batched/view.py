@@ -1,0 +1,229 @@
+"""Observations and masks of many games at once, from a :class:`revolution_env.batched.BatchedGame`.
+
+:class:`BatchedView` gives, for any list of (game, seat) pairs, exactly the vectors that
+``ObservationLayout.build`` and ``Codec.mask`` give for the same state and seat (``tests/test_batched.py`` checks
+this element for element): the observations in one compiled loop over the games (:func:`observe_many`), the bid
+masks as one NumPy gather per token type, and the masks of the other decisions (Guy, Spy, Apothecary) from the
+engine's compiled options.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..env.encoding import Codec
+from ..env.observation import ObservationLayout
+from . import kernels as K
+from .engine import BatchedGame
+from .kernels import C_APO, C_AREAS, C_MAX_ROUNDS, C_PUPPET, C_SEATS, C_SPY, C_TARGETS, jit
+
+
+class BatchedView:
+    """The seat-relative observation and the flat mask of many games of one layout."""
+
+    def __init__(self, codec: Codec, obs_layout: ObservationLayout) -> None:
+        self.codec = c = codec
+        self.ol = ol = obs_layout
+        L = c.layout
+        if L.card_space >= 0:
+            raise ValueError("first_edition: the batched engine does not support the first edition")
+        self.layout = L
+        self.perm = np.stack(c.perm)  # (P, S): relative -> absolute seat
+        self.inv = np.stack(c.inv)  # (P, S): absolute -> relative seat
+        self.at = ol._at
+        self.sl = ol._slices
+        self.starts = np.array([ol._at.get(name, -1) for name in FEATURES], dtype=np.int64)
+        # bid masks: token dimension d (0..K-1) is the j-th token of type dim_type[d]
+        self.dim_type = np.repeat(np.arange(3), c.n_tokens)
+        self.dim_j = np.concatenate([np.arange(n) for n in c.n_tokens])
+        # per token type, the mask rows of its block for each number held: the first h rows take the type's legal
+        # targets, the rest only 0 (the none row); the bid part of a mask is one gather per type
+        none_row = np.zeros(c.T, dtype=bool)
+        none_row[0] = True
+        self.blocks = []
+        for t, n_t in enumerate(c.n_tokens):
+            table = np.tile(none_row, (n_t + 1, n_t, 1))
+            for h in range(n_t + 1):
+                table[h, :h] = L.legal[:, t]
+            start = c.C + (int(c.block[t]) - 1) * c.T
+            self.blocks.append((t, slice(start, start + n_t * c.T), table.reshape(n_t + 1, n_t * c.T)))
+
+    # --- what each seat is asked -------------------------------------------------------------------------------
+
+    def kinds(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray) -> np.ndarray:
+        """The :class:`Decision` each seat faces (bids: every player; other decisions: the decider only)."""
+        kind = game.meta[games, K.KIND]
+        mine = (kind == K.K_BID) | (game.meta[games, K.DSEAT] == seats)
+        return np.where(mine, kind, K.K_NONE)
+
+    # --- observations ------------------------------------------------------------------------------------------
+
+    def observe(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+        """(n, size) float32: ``ObservationLayout.build(game_i, seat_i, kind_i)`` for every pair."""
+        g = np.asarray(games, dtype=np.int64)
+        out = np.zeros((len(g), self.ol.size), dtype=np.float32)
+        observe_many(
+            g,
+            np.asarray(seats, dtype=np.int64),
+            np.asarray(kinds, dtype=np.int64),
+            game._st,
+            game._tb,
+            self.perm,
+            self.inv,
+            self.starts,
+            out,
+        )
+        return out
+
+    # --- masks -------------------------------------------------------------------------------------------------
+
+    def masks(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+        """(n, sum(nvec)) bool: ``Codec.mask(game_i, seat_i, kind_i)`` for every pair."""
+        c = self.codec
+        g = np.asarray(games, dtype=np.int64)
+        seats = np.asarray(seats, dtype=np.int64)
+        kinds = np.asarray(kinds, dtype=np.int64)
+        n = len(g)
+        m = np.empty((n, c.size), dtype=bool)
+        m[:, : c.C] = False
+        m[:, 0] = True
+        held = np.where((kinds == K.K_BID)[:, None], game.tokens[g, seats], 0)  # (n, 3)
+        for t, columns, table in self.blocks:
+            m[:, columns] = table[held[:, t]]
+        special = np.flatnonzero(kinds >= K.K_GUY)
+        if len(special):
+            m[special, : c.C] = self.choice_masks(game, g[special], seats[special], kinds[special])
+        return m
+
+    def choice_masks(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+        """(n, C) bool: dimension 0 of the masks of games whose seat faces a non-bid decision (Guy, Spy,
+        Apothecary): 0 where declining is allowed, then the options in the seat's relative terms."""
+        c = self.codec
+        n = len(games)
+        cubes, guy, decline = game.options(games)
+        out = np.zeros((n, c.C), dtype=bool)
+        out[:, 0] = decline
+        is_guy = kinds == K.K_GUY
+        if is_guy.any():
+            ok = guy[is_guy]
+            ok = np.where((seats[is_guy] == 1)[:, None, None, None], ok[:, :, ::-1], ok)  # answered: own, other
+            out[is_guy, 1 : 1 + ok[0].size] = ok.reshape(len(ok), -1)
+        if (~is_guy).any():
+            perm = self.perm[seats[~is_guy]][:, None, :]  # relative -> absolute seat
+            ok = np.take_along_axis(cubes[~is_guy], np.broadcast_to(perm, cubes[~is_guy].shape), 2)
+            out[~is_guy, 1 : 1 + ok[0].size] = ok.reshape(len(ok), -1)
+        return out
+
+    # --- actions -----------------------------------------------------------------------------------------------
+
+    def legal(self, actions: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """(n,) bool: each action (n, D) satisfies its mask dimension by dimension."""
+        c = self.codec
+        a = np.asarray(actions)
+        if a.ndim != 2 or a.shape[1] != len(c.nvec) or a.dtype.kind not in "iu":
+            raise ValueError(f"actions: expected integers of shape (num_envs, {len(c.nvec)}), got {a.shape}")
+        ok = np.zeros(len(a), dtype=bool)
+        legal_many(np.ascontiguousarray(a, dtype=np.int64), masks, c.nvec, c.offsets, ok)
+        return ok
+
+    def bid_counts(self, actions: np.ndarray, held: np.ndarray) -> np.ndarray:
+        """(n, T, 3) token counts per target from bid actions (n, D) and the tokens held (n, 3)."""
+        c = self.codec
+        n = len(actions)
+        tokens = actions[:, 1:]
+        valid = self.dim_j[None, :] < held[:, self.dim_type]
+        flat = (np.arange(n)[:, None] * c.T + tokens) * 3 + self.dim_type[None, :]
+        return np.bincount(flat[valid], minlength=n * c.T * 3).reshape(n, c.T, 3)
+
+    def engine_choices(self, values: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+        """The engine's choice values (-1 declines; absolute seats) from dimension 0 of the actions."""
+        c = self.codec
+        values = np.asarray(values, dtype=np.int64)
+        i = values - 1
+        character, rest = np.divmod(i, 4)
+        answered_rel, mode = np.divmod(rest, 2)
+        answered = np.where(answered_rel == 0, seats, 1 - seats)
+        guy = (character * 2 + answered) * 2 + mode
+        area, rel = np.divmod(i, c.S)
+        cube = area * c.S + self.perm[seats, np.clip(rel, 0, c.S - 1)]
+        return np.where(values == 0, -1, np.where(kinds == K.K_GUY, guy, cube))
+
+
+# The features observe_many writes, in this order (the names of ObservationLayout; -1 where a variant has none).
+FEATURES = ("round", "rounds_left", "phase", "decision", "for_puppet", "can_decline", "tokens", "support", "supply",
+            "bank", "cubes", "bids", "free", "bids_current", "winners", "apothecary_first", "scheming_gold",
+            "guy_bids", "guy_last_placer", "final_support")  # fmt: skip
+
+
+@jit
+def observe_many(games, seats, kinds, st, tb, perm, inv, at, out):
+    """``ObservationLayout.build`` for each (game, seat, kind), into the zeroed rows of ``out``."""
+    tokens, support, cubes, supply, bank, revealed = st[0], st[2], st[3], st[4], st[1], st[6]
+    winners, scheming_gold, meta, final_support = st[7], st[10], st[11], st[12]
+    cfg, spaces = tb[0], tb[6]
+    S, A, T = cfg[C_SEATS], cfg[C_AREAS], cfg[C_TARGETS]
+    puppet = cfg[C_PUPPET]
+    for i in range(len(games)):
+        g, seat, kind = games[i], seats[i], kinds[i]
+        o = out[i]
+        rnd, phase = meta[g, K.ROUND], meta[g, K.PHASE]
+        o[at[0]] = rnd
+        o[at[1]] = cfg[C_MAX_ROUNDS] - rnd
+        o[at[2] + phase] = 1
+        o[at[3] + kind] = 1
+        if kind >= K.K_GUY:
+            decline = kind in (K.K_SPY, K.K_APO1) or (kind == K.K_GUY and meta[g, K.GUY_COUNT] >= 2)
+            o[at[5]] = decline
+            if puppet >= 0 and kind >= K.K_SPY:
+                who = cfg[C_SPY] if kind == K.K_SPY else cfg[C_APO]
+                o[at[4]] = winners[g, who] == puppet
+            if kind == K.K_APO2:
+                o[at[15] + meta[g, K.APO_AREA] * S + inv[seat, meta[g, K.APO_SEAT]]] = 1
+        for r in range(S):
+            s = perm[seat, r]
+            for t in range(3):
+                o[at[6] + r * 3 + t] = tokens[g, s, t]
+            o[at[7] + r] = support[g, s]
+            o[at[8] + r] = supply[g, s]
+            for a in range(A):
+                o[at[10] + a * S + r] = cubes[g, a, s]
+            for c in range(T):
+                for t in range(3):
+                    o[at[11] + (r * T + c) * 3 + t] = revealed[g, s, c, t]
+        for t in range(3):
+            o[at[9] + t] = bank[g, t]
+        for a in range(A):
+            free = spaces[a]
+            for s in range(S):
+                free -= cubes[g, a, s]
+            o[at[12] + a] = free
+        revealed_round = meta[g, K.REVEALED_ROUND]
+        this_round = revealed_round == rnd and phase != K.BIDDING
+        o[at[13]] = revealed_round > 0 and this_round
+        for c in range(T):
+            w = winners[g, c]
+            col = 0 if w == -2 else (1 if w == -1 else 2 + inv[seat, w])
+            o[at[14] + c * (S + 2) + col] = 1
+        if puppet >= 0:
+            for r in range(S):
+                o[at[16] + r] = scheming_gold[g, perm[seat, r]]
+            if this_round:
+                o[at[17]] = meta[g, K.GUY_COUNT]
+            last = meta[g, K.GUY_LAST]
+            o[at[18] + (0 if last < 0 else 1 + inv[seat, last])] = 1
+        if phase == K.OVER:
+            for r in range(S):
+                o[at[19] + r] = final_support[g, perm[seat, r]]
+
+
+@jit
+def legal_many(actions, masks, nvec, offsets, ok):
+    """Whether each action row satisfies its mask row, dimension by dimension (values outside a dimension fail)."""
+    for i in range(actions.shape[0]):
+        good = True
+        for d in range(actions.shape[1]):
+            v = actions[i, d]
+            if v < 0 or v >= nvec[d] or not masks[i, offsets[d] + v]:
+                good = False
+                break
+        ok[i] = good

@@ -1,0 +1,71 @@
+"""``revolution serve``: the replay viewer and games against the bots, in a browser."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from typing import Any
+
+INSTALL_HINT = "revolution serve needs the web extra: pip install -e '.[web]'"
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``serve`` with the ``revolution`` command line."""
+    p = subparsers.add_parser(
+        "serve",
+        help="watch replays and play against the bots in a browser",
+        description="A local web app: a replay viewer for the games under --replays, and games against the bots.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument(
+        "--replays",
+        nargs="+",
+        default=[],
+        metavar="DIR",
+        help="folders of games to watch: games.jsonl from revolution eval/main, scenario and exported game files",
+    )
+    p.add_argument(
+        "--agents",
+        nargs="+",
+        default=[],
+        metavar="SPEC",
+        help="more opponents to offer besides random, value, bargain and area (checkpoint files)",
+    )
+    p.set_defaults(func=cmd_serve)
+    return p
+
+
+def check_agents(specs: list[str]) -> None:
+    from ...agents.loading import is_checkpoint, known_specs
+
+    for spec in specs:
+        if spec in known_specs():
+            continue
+        if not is_checkpoint(spec) or not os.path.isfile(spec):
+            raise ValueError(f"--agents: {spec!r} is neither a known agent ({', '.join(known_specs())}) nor a file")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    if any(importlib.util.find_spec(m) is None for m in ("starlette", "uvicorn")):
+        print(f"error: {INSTALL_HINT}", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    from .app import create_app
+
+    if not 0 < args.port < 65536:
+        print(f"error: --port: expected 1 to 65535, got {args.port}", file=sys.stderr)
+        return 2
+    try:
+        check_agents(args.agents)
+        app = create_app(args.replays, args.agents)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"revolution serve: open http://{host}:{args.port}/ (Ctrl+C stops)", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0

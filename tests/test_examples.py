@@ -1,0 +1,22 @@
+"""Every example runs as a user would run it (``--smoke``: a few hundred steps), so that none of them rots."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_example_runs(path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(path), "--smoke"], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT, env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "win rate" in proc.stdout

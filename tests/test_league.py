@@ -1,0 +1,88 @@
+"""The league's prioritized fictitious self-play (training.league): weights, sampling, results that persist and
+reach the readers, the win-rate matrix, and a real short run with ``opponent_sampling: pfsp``."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+from test_training import train_cli, untrained_checkpoint, write_config
+
+from training.checkpoint import read_checkpoint
+from training.league import League, LeagueReader, choose_opponent, pfsp_weights, plot_matrix, read_league_file
+
+
+def test_pfsp_weights_favour_what_the_learner_loses_to():
+    members = ["a", "b", "c", "d"]
+    rates = {"a": 0.9, "b": 0.5, "c": 0.1}  # d never met
+    hard = pfsp_weights(members, rates, "hard")
+    assert hard == pytest.approx(np.array([0.01, 0.25, 0.81, 1.0]) / 2.07)
+    assert pfsp_weights(members, rates, "variance") == pytest.approx(np.array([0.09, 0.25, 0.09, 0.0]) / 0.43)
+    assert pfsp_weights(members, rates, "even") == pytest.approx([0.25] * 4)
+    assert pfsp_weights(["a"], {"a": 1.0}, "hard") == pytest.approx([1.0])  # nothing to prefer: uniform
+
+
+def test_pfsp_sampling_follows_the_weights_and_keeps_self_play():
+    rng = np.random.default_rng(0)
+    snaps, heuristics = ["s1", "s2"], ["value", "random"]
+    rates = {"s1": 0.5, "s2": 0.5, "value": 0.0, "random": 1.0}
+    n = 20_000
+    counts = Counter(choose_opponent(rng, snaps, heuristics, 0.2, 0.0, rates, "hard")[1] for _ in range(n))
+    # 0.2 self-play (the latest, s2); the rest over s1, s2, value, random with weights 0.25, 0.25, 1, 0
+    expected = {"s2": 0.2 + 0.8 * 0.25 / 1.5, "s1": 0.8 * 0.25 / 1.5, "value": 0.8 / 1.5, "random": 0.0}
+    for name, p in expected.items():
+        assert counts[name] / n == pytest.approx(p, abs=0.015), name
+    kinds = {choose_opponent(rng, snaps, heuristics, 0.2, 0.0, rates)[0] for _ in range(200)}
+    assert kinds == {"snapshot", "heuristic"}
+
+
+def test_results_persist_and_reach_the_readers(tmp_path):
+    folder = tmp_path / "league"
+    league = League(folder, max_snapshots=4, window=3)
+    for won in (1, 1, 0, 0, 0):  # the window keeps the last three: 1/3... then 0
+        league.record(["value", "value", "random"], won)  # a seat counted once per game
+    league.record(["random"], 1)
+    assert league.win_rates() == {"value": 0.0, "random": 1 / 3}
+    league.add(read_checkpoint(untrained_checkpoint(tmp_path, players=3)), 100)
+    data = read_league_file(folder)
+    assert data["results"] == {"random": [0.0, 0.0, 1.0], "value": [0.0, 0.0, 0.0]}
+    assert data["history"] == [{"step": 100, "win_rates": {"value": 0.0, "random": 1 / 3}}]
+    again = League(folder, max_snapshots=4, window=3)  # a resumed run starts from what was written
+    assert again.win_rates() == league.win_rates()
+    reader = LeagueReader(folder, ["value", "random"], {"players": 3}, p_latest=0.0, sampling="pfsp")
+    rng = np.random.default_rng(1)
+    drawn = Counter(reader.sample(rng, 0)[0] for _ in range(400))
+    assert drawn["random"] < drawn["value"]  # lost to value more: value comes more often
+    assert drawn["snapshot_000000000100.pt"] > 0  # never met: tried
+    league.rollback(50)
+    assert read_league_file(folder)["history"] == []
+
+
+def test_bad_sampling_options_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="opponent_sampling: expected one of uniform, pfsp"):
+        LeagueReader(None, ["random"], {"players": 3}, sampling="fancy")
+    with pytest.raises(ValueError, match="pfsp_weighting"):
+        LeagueReader(None, ["random"], {"players": 3}, sampling="pfsp", weighting="steep")
+
+
+def test_the_win_rate_matrix_is_drawn(tmp_path):
+    history = [{"step": 0, "win_rates": {}}, {"step": 100, "win_rates": {"value": 0.2}},
+               {"step": 200, "win_rates": {"value": 0.4, "snapshot_000000000100.pt": 0.6}}]  # fmt: skip
+    assert plot_matrix(history[:1], tmp_path / "none.png") is None
+    path = plot_matrix(history, tmp_path / "league.png")
+    assert path.stat().st_size > 1000 and path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_short_pfsp_run_records_results_and_draws_the_matrix(tmp_path):
+    out = tmp_path / "run"
+    config = write_config(tmp_path, opponent_sampling="pfsp", heuristics=["random", "value"], p_latest=0.2,
+                          p_past=0.4, p_heuristics=0.4, eval_every=0)  # fmt: skip
+    proc = train_cli("--config", str(config), "--out", str(out))
+    log, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 0, log
+    data = read_league_file(out / "league")
+    assert set(data["results"]) >= {"random", "value"}
+    assert data["history"] and (out / "league.png").exists()
+    assert json.loads((out / "state.json").read_text())["config"]["opponent_sampling"] == "pfsp"

@@ -1,0 +1,68 @@
+"""The plain-PyTorch masked distributions (revolution_env.interop.torch): samples keep to the env's masks, the log
+probability is the masked softmax's, and they agree with sb3-contrib's masked MultiDiscrete distribution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import revolution_env  # noqa: E402
+from revolution_env.interop.torch import MaskedCategorical, MaskedMultiCategorical  # noqa: E402
+
+
+def env_masks(players: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    env = revolution_env.parallel_env(players=players)
+    observations, _ = env.reset(seed=players)
+    masks = []
+    while len(masks) < n and env.agents:
+        masks += [o["action_mask"] for o in observations.values()]
+        actions = {a: env.action_space(a).sample(observations[a]["action_mask"]) for a in env.agents}
+        observations, *_ = env.step(actions)
+    return np.stack(masks[:n]), env.action_space("player_0").nvec
+
+
+def test_samples_keep_to_the_mask_and_log_probs_are_the_masked_softmax():
+    masks, nvec = env_masks(3, 16)
+    torch.manual_seed(0)
+    logits = torch.randn(len(masks), int(nvec.sum()))
+    dist = MaskedMultiCategorical(logits, torch.as_tensor(masks), nvec)
+    offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+    for _ in range(5):
+        actions = dist.sample()
+        assert masks[np.arange(len(masks))[:, None], offsets + actions.numpy()].all()
+    actions = dist.mode()
+    expected = torch.zeros(len(masks))
+    for d, (start, n) in enumerate(zip(offsets, nvec)):
+        block = logits[:, start : start + n].masked_fill(
+            ~torch.as_tensor(masks[:, start : start + n], dtype=torch.bool), -1e8
+        )
+        expected += torch.log_softmax(block, -1).gather(1, actions[:, d : d + 1]).squeeze(1)
+    assert torch.allclose(dist.log_prob(actions), expected, atol=1e-4)
+    assert torch.isfinite(dist.entropy()).all() and (dist.entropy() >= 0).all()
+
+
+def test_it_agrees_with_sb3_contribs_distribution():
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib.common.maskable.distributions import MaskableMultiCategoricalDistribution
+
+    masks, nvec = env_masks(2, 8)
+    logits = torch.randn(len(masks), int(nvec.sum()))
+    ours = MaskedMultiCategorical(logits, torch.as_tensor(masks), nvec)
+    theirs = MaskableMultiCategoricalDistribution(list(nvec)).proba_distribution(logits)
+    theirs.apply_masking(masks)
+    actions = ours.sample()
+    assert torch.allclose(ours.log_prob(actions), theirs.log_prob(actions), atol=1e-4)
+
+
+def test_the_discrete_case_and_bad_masks():
+    logits = torch.zeros(2, 4)
+    mask = torch.tensor([[True, False, False, True], [False, True, False, False]])
+    dist = MaskedCategorical(logits, mask)
+    assert set(dist.sample((50,)).flatten().tolist()) <= {0, 1, 3}
+    assert torch.allclose(dist.probs[1], torch.tensor([0.0, 1.0, 0.0, 0.0]))
+    with pytest.raises(ValueError, match="at least one value"):
+        MaskedCategorical(logits, torch.zeros(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="sum\\(nvec\\)"):
+        MaskedMultiCategorical(torch.zeros(1, 5), torch.ones(1, 5), [2, 2])

@@ -1,0 +1,303 @@
+"""``revolution_env.vector_env``: the Gymnasium VectorEnv API, SAME_STEP autoreset, exported games that replay
+(through ``python -m revolution_env scenario``) on every supported variant, final observations and rewards against
+the scalar engine, bad input, illegal actions, batched opponents, and the SB3 adapter under MaskablePPO."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+import revolution_env
+from revolution_env.engine.scenario import run_scenario, state_dict
+from revolution_env.env.encoding import NONE, Codec, IllegalActionError
+from revolution_env.env.observation import ObservationLayout
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VARIANTS = {
+    "3 players": {"players": 3},
+    "4 players": {"players": 4},
+    "2 players (Guy)": {"players": 2},
+    "bid refunds": {"players": 3, "bid_refunds": True},
+    "area control bonus": {"players": 4, "area_control_bonus": True},
+    "2 players, area control bonus": {"players": 2, "area_control_bonus": True},
+    "truncated (max_rounds)": {"players": 3, "max_rounds": 3},
+}
+
+
+def random_actions(env: VectorEnv, rng: np.random.Generator) -> np.ndarray:
+    """A uniform legal action per game, sampled from the masks."""
+    masks = env.action_masks()
+    space = env.single_action_space
+    space.seed(int(rng.integers(2**31)))
+    return np.stack([space.sample(m.astype(np.int8)) for m in masks])
+
+
+def play(env: VectorEnv, steps: int, seed: int = 0):
+    """Steps of random legal play, yielding (obs, rewards, terminated, truncated, infos) after each."""
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        yield env.step(random_actions(env, rng))
+
+
+def test_vector_env_api_shapes_and_spaces() -> None:
+    env = revolution_env.vector_env(6, players=3, opponents="random")
+    assert isinstance(env, VectorEnv)
+    assert env.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+    obs, info = env.reset(seed=3)
+    n_mask = int(env.single_action_space.nvec.sum())
+    assert obs.shape == (6, env.single_observation_space.shape[0]) and obs.dtype == np.float32
+    assert env.action_masks().shape == (6, n_mask) and env.action_masks().dtype == bool
+    assert (info["decision"] == int(revolution_env.Decision.BID)).all()
+    for obs, rewards, terminated, truncated, info in play(env, 60):
+        assert env.observation_space.contains(obs)
+        assert rewards.shape == terminated.shape == truncated.shape == (6,)
+        assert (rewards[~(terminated | truncated)] == 0).all()
+        assert np.isin(rewards[terminated | truncated], (-1.0, 1.0)).all()
+        np.testing.assert_array_equal(info["action_mask"], env.action_masks())
+        assert (info["decision"] != int(NONE)).all()  # after autoreset every game waits for the learner
+
+
+def test_same_step_autoreset_final_observation_and_reward_match_the_scalar_engine() -> None:
+    """The step that ends a game returns the next game's first observation; ``final_obs`` is the last observation
+    of the game that ended, equal to the scalar observation of the exported game's replay, and the reward is the
+    learner seat's win or loss in that replay."""
+    env = revolution_env.vector_env(5, players=3, opponents="random")
+    env.reset(seed=11)
+    codec = env.codec
+    layout = ObservationLayout(Codec(env.layout))
+    ended = 0
+    for obs, rewards, terminated, truncated, info in play(env, 80, seed=2):
+        done = terminated | truncated
+        if not done.any():
+            continue
+        finished = env.pop_finished()
+        assert len(finished) == done.sum()
+        for (scenario, final), i in zip(finished, np.flatnonzero(done)):
+            game = run_scenario(scenario)
+            assert state_dict(game) == final
+            seat = int(info["final_info"]["seat"][i])
+            np.testing.assert_array_equal(info["final_obs"][i], layout.build(game, seat, NONE))
+            assert rewards[i] == (1.0 if seat in game.final["winners"] else -1.0)
+            assert obs[i][layout.features["round"].start] == 1  # the next game, already started
+            assert obs[i][layout.features["phase"].start] == 1  # bidding
+            ended += 1
+        assert info["_final_obs"].sum() == done.sum()
+    assert ended >= 5
+    assert codec.size == env.action_masks().shape[1]
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_pop_finished_games_replay_through_the_scenario_command(variant: str, tmp_path) -> None:
+    env = revolution_env.vector_env(4, opponents="random", **VARIANTS[variant])
+    env.reset(seed=5)
+    finished = []
+    rng = np.random.default_rng(1)
+    while len(finished) < 4:
+        env.step(random_actions(env, rng))
+        finished += env.pop_finished()
+    for scenario, final in finished:
+        assert isinstance(scenario["seed"], int)
+        if VARIANTS[variant]["players"] == 2:
+            assert all("priority" in r for r in scenario["rounds"])
+        assert state_dict(run_scenario(json.loads(json.dumps(scenario)))) == final
+    scenario, final = finished[0]
+    path = tmp_path / "game.json"
+    path.write_text(json.dumps(scenario))
+    done = subprocess.run(
+        [sys.executable, "-m", "revolution_env", "scenario", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == final
+
+
+def test_fixed_seat_margin_reward_and_mask_in_obs() -> None:
+    env = revolution_env.vector_env(4, players=4, opponents="random", seat=2, reward="margin", mask_in_obs=True)
+    obs, _ = env.reset(seed=0)
+    assert set(obs) == {"observation", "action_mask"}
+    np.testing.assert_array_equal(obs["action_mask"].astype(bool), env.action_masks())
+    seen = 0
+    for obs, rewards, terminated, truncated, info in play(env, 50):
+        assert env.observation_space.contains(obs)
+        done = terminated | truncated
+        for (_, final), i in zip(env.pop_finished(), np.flatnonzero(done)):
+            support = np.array(final["final"]["support"], dtype=float)
+            assert info["final_info"]["seat"][i] == 2
+            assert rewards[i] == pytest.approx((support[2] - np.delete(support, 2).max()) / 100)
+            seen += 1
+    assert seen > 0
+
+
+def test_heuristic_opponents_play_in_the_vector_env() -> None:
+    """The heuristic bots are called per game on batched observations; whole games finish and replay."""
+    env = revolution_env.vector_env(3, players=2, opponents="value")
+    env.reset(seed=4)
+    finished = []
+    rng = np.random.default_rng(0)
+    while len(finished) < 2:
+        env.step(random_actions(env, rng))
+        finished += env.pop_finished()
+    for scenario, final in finished:
+        assert state_dict(run_scenario(scenario)) == final
+    mixed = revolution_env.vector_env(2, players=3, opponents=["random", "area"])
+    mixed.reset(seed=1)
+    for _ in play(mixed, 5):
+        pass
+
+
+def test_illegal_action_terminates_or_raises() -> None:
+    env = revolution_env.vector_env(3, players=3, opponents="random")
+    env.reset(seed=0)
+    actions = random_actions(env, np.random.default_rng(0))
+    actions[1, 0] = 5  # a choice during bidding
+    with pytest.warns(UserWarning, match="illegal action"):
+        obs, rewards, terminated, truncated, info = env.step(actions)
+    assert rewards[1] == -1 and terminated[1] and info["illegal_action"][1] == 1
+    assert info["final_info"]["illegal_action"][1] == 1 and not terminated[0]
+    assert env.pop_finished() == []  # an abandoned game is no finished game
+    strict = revolution_env.vector_env(2, players=3, opponents="random", illegal="raise")
+    strict.reset(seed=0)
+    actions = random_actions(strict, np.random.default_rng(0))
+    actions[0, 0] = 5
+    with pytest.raises(IllegalActionError, match="env 0"):
+        strict.step(actions)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_envs": 0}, "num_envs"),
+        ({"num_envs": 2, "opponents": "nobody"}, "opponents: unknown agent spec"),
+        ({"num_envs": 2, "opponents": ["random"]}, "opponents: expected 2 opponent"),
+        ({"num_envs": 2, "first_edition": True}, "first_edition: the batched engine does not support"),
+        ({"num_envs": 2, "seat": 3}, "seat"),
+        ({"num_envs": 2, "colour": "red"}, "colour: unknown option"),
+        ({"num_envs": 2, "players": 5}, "players"),
+        ({"num_envs": 2, "reward": "points"}, "reward"),
+    ],
+)
+def test_bad_input_is_a_clear_error_at_construction(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        revolution_env.vector_env(**kwargs)
+
+
+def test_maskable_ppo_learns_on_the_sb3_adapter() -> None:
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    from sb3_contrib.common.maskable.utils import get_action_masks
+
+    from training.vec_env import SB3VecEnv
+
+    venv = SB3VecEnv(revolution_env.vector_env(8, players=3, opponents="random"))
+    venv.seed(0)
+    obs = venv.reset()
+    raw = venv.venv.view.observe(venv.venv.game, np.arange(8), venv.venv.seat, venv.venv._kinds)
+    np.testing.assert_allclose(obs, raw / venv.venv.obs_layout.scale, rtol=1e-6)  # as SelfPlayEnv feeds PPO
+    assert all(venv.observation_space.contains(o) for o in obs)
+    masks = get_action_masks(venv)
+    assert masks.shape == (8, int(venv.action_space.nvec.sum())) and masks.dtype == bool
+    model = sb3_contrib.MaskablePPO(
+        "MlpPolicy", venv, n_steps=16, batch_size=64, n_epochs=1, seed=0, device="cpu", policy_kwargs={"net_arch": [32]}
+    )
+    model.learn(total_timesteps=256)
+    assert model.num_timesteps >= 256
+    # the trained policy acts legally through the masks
+    obs = venv.reset()
+    actions, _ = model.predict(obs, action_masks=get_action_masks(venv))
+    assert venv.venv.view.legal(actions, venv.venv.action_masks()).all()
+
+
+class TwoKindsLeague:
+    """A league object: ``sample(rng, slot)`` picks each new game's opponent per slot."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def sample(self, rng: np.random.Generator, slot: int) -> str:
+        self.calls += 1
+        return "random" if rng.random() < 0.5 else "area"
+
+
+def test_a_league_picks_the_opponents_of_every_new_game_and_seats_are_drawn() -> None:
+    league = TwoKindsLeague()
+    env = revolution_env.vector_env(4, players=3, opponents=league)
+    env.reset(seed=2)
+    assert league.calls == 4 * 2  # two opponent slots per game
+    seats, kinds = set(), set()
+    for _ in play(env, 40):
+        seats.update(env.seat.tolist())
+        kinds.update(env._table[i].name for i in env.opponent_of[env.opponent_of >= 0].tolist())
+        assert ((env.opponent_of == -1).sum(1) == 1).all()  # the learner's seat only
+        assert (env.opponent_of[np.arange(4), env.seat] == -1).all()
+    assert league.calls > 8  # new games drew new opponents
+    assert seats == {0, 1, 2} and kinds == {"random", "area"}
+
+
+def test_the_same_seed_and_actions_give_the_same_games() -> None:
+    runs = []
+    for _ in range(2):
+        env = revolution_env.vector_env(3, players=2, opponents=["value"])
+        env.reset(seed=9)
+        rewards = [r.tolist() for _, r, _, _, _ in play(env, 30, seed=4)]
+        runs.append((rewards, env.pop_finished(), env.game.state_dict(0)))
+    assert runs[0] == runs[1]
+
+
+def test_checkpoint_opponents_play_in_one_forward_pass() -> None:
+    """A policy checkpoint answers all its games in one ``act_batch`` call, with the actions its ``act`` gives."""
+    path = os.path.join(ROOT, "checkpoints", "three_players.pt")
+    if not os.path.exists(path):
+        pytest.skip("no shipped three-player checkpoint")
+    pytest.importorskip("torch")
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        env = revolution_env.vector_env(6, players=3, opponents=[path, "random"])
+    assert not [w for w in caught if "game by game" in str(w.message)]  # the policy is batched
+    env.reset(seed=1)
+    policy = next(o.agent for o in env._table if o.agent is not None)
+    calls = []
+    batch = policy.act_batch
+    policy.act_batch = lambda obs, masks, kinds: calls.append(len(obs)) or batch(obs, masks, kinds)
+    finished = []
+    for _ in play(env, 40):
+        finished += env.pop_finished()
+    assert calls and max(calls) > 1  # several games in one call
+    for scenario, final in finished:
+        assert state_dict(run_scenario(scenario)) == final
+    everyone = np.arange(6)
+    seats = (env.seat + 1) % 3
+    kinds = env.view.kinds(env.game, everyone, seats)
+    obs = env.view.observe(env.game, everyone, seats, kinds)
+    masks = env.view.masks(env.game, everyone, seats, kinds).view(np.int8)
+    batched = batch(obs, masks, kinds)
+    for i in range(6):
+        single = policy.act({"observation": obs[i], "action_mask": masks[i]}, {"decision": kinds[i]})
+        np.testing.assert_array_equal(batched[i], single)
+
+
+def test_gymnasium_vector_wrappers_see_the_episodes() -> None:
+    """SAME_STEP autoreset is declared in the metadata, so Gymnasium's vector wrappers count episodes right."""
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    env = RecordEpisodeStatistics(revolution_env.vector_env(4, players=3, opponents="random"))
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    episodes = 0
+    for _ in range(60):
+        _, rewards, terminated, truncated, info = env.step(random_actions(env.env, rng))
+        done = terminated | truncated
+        if done.any():
+            np.testing.assert_array_equal(info["_episode"], done)
+            np.testing.assert_array_equal(info["episode"]["r"][done], rewards[done])  # the only non-zero reward
+            episodes += int(done.sum())
+    assert episodes >= 4
