@@ -6,7 +6,11 @@
 The learner plays one seat of ``num_envs`` games at once (``revolution_env.vector_env``: the opponents act inside
 the env, random ones in batch), masks come from ``action_masks()``, and ``MaskedMultiCategorical`` turns the
 policy's logits into a distribution over the legal bids and choices. Observations are divided by the layout's
-``scale`` (raw counts otherwise). Measured on a 2-core CPU (default arguments): see the end of the module.
+``scale`` (raw counts otherwise).
+
+Measured (default arguments, 2 CPU cores shared with other work, 2026-11-23): 301,056 steps in 4 min 15 s
+(1,204 steps/s), 17,543 games; win rate against two random opponents over the last 200 games went from 0.38
+(chance 0.33) to 0.93-0.95.
 """
 
 from __future__ import annotations
