@@ -44,6 +44,8 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
+from revolution_env.workers import ignore_stop_signals, kill_workers, stop_signals_blocked
+
 from .checkpoint import (
     atomic_write,
     atomic_write_json,
@@ -97,8 +99,8 @@ def env_factory(config: TrainConfig, league_folder: Path, in_subprocess: bool):
     options = config.env_options()
 
     def make() -> Any:
-        if in_subprocess:  # Ctrl-C is for the training process: it stops and saves, then closes the workers
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if in_subprocess:  # Ctrl-C and SIGTERM are for the trainer: it stops and saves, then closes the workers
+            ignore_stop_signals()
             torch.set_num_threads(1)
         return make_selfplay_env(
             options,
@@ -136,8 +138,18 @@ def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
     if config.n_envs == 1:
         venv: VecEnv = DummyVecEnv([env_factory(config, league_folder, False)])
     else:
-        venv = SubprocVecEnv([env_factory(config, league_folder, True) for _ in range(config.n_envs)])
+        with stop_signals_blocked():  # the workers (and SB3's forkserver) start deaf to a signal to the group
+            venv = SubprocVecEnv([env_factory(config, league_folder, True) for _ in range(config.n_envs)])
     return VecMonitor(venv)
+
+
+def close_vec_env(venv: VecEnv) -> None:
+    """Close the envs; workers that died (or no longer answer) are killed rather than waited for."""
+    try:
+        venv.close()
+    except (EOFError, OSError):  # BrokenPipeError, ConnectionResetError: a worker is gone
+        inner = venv.venv if isinstance(venv, VecMonitor) else venv
+        kill_workers(getattr(inner, "processes", []))
 
 
 def new_model(config: TrainConfig, venv: VecEnv) -> MaskablePPO:
@@ -257,20 +269,6 @@ def imitate(model: MaskablePPO, config: TrainConfig) -> float:
 # --- evaluation --------------------------------------------------------------------------------------------------
 
 
-class _sigint_deferred:
-    """Hold Ctrl-C back while the evaluation's worker processes start and play (blocked signals are inherited, so
-    they never see it; a pool worker killed by it would hang the evaluation); it is delivered afterwards."""
-
-    def __enter__(self) -> None:
-        self._block = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
-        if self._block:
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._block:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
 def evaluate(config: TrainConfig, checkpoint: dict[str, Any], step: int, scratch: Path) -> dict[str, float]:
     """Win rate of the policy (greedy) against each baseline, over every seat order; seats beyond the learner and
     the baseline go to ``eval_fill``. Every evaluation plays the same seeds, so that they compare like with like."""
@@ -279,7 +277,7 @@ def evaluate(config: TrainConfig, checkpoint: dict[str, Any], step: int, scratch
     path = scratch / f"learner_{step:012d}.pt"
     save_checkpoint(checkpoint, path)
     try:
-        with _sigint_deferred():
+        with stop_signals_blocked():  # delivered after the evaluation, which then stops the run at the next step
             return _win_rates(config, path, step, options)
     finally:
         path.unlink(missing_ok=True)
@@ -320,6 +318,7 @@ class SelfPlayCallback(BaseCallback):
         super().__init__()
         self.config, self.out, self.league, self.run = config, out, league, run
         self.stop_requested = False
+        self.stop_signal: int | None = None
         self.wins: deque[float] = deque(maxlen=100)
         self._session_start = time.time()
         self._wall_at_start = run.wall_time
@@ -443,6 +442,11 @@ class TrainResult:
     steps_per_second: float
     best_win_rate: float | None
     out: Path
+    signal: int | None = None  # the signal that stopped the run (SIGINT, SIGTERM), if one did
+
+
+class WorkerDied(RuntimeError):
+    """An environment worker process died under the trainer (killed, out of memory); the run saved first."""
 
 
 def prepare_run(config: TrainConfig, out: str | Path | None, resume: bool) -> tuple[TrainConfig, Path, dict | None]:
@@ -528,7 +532,15 @@ def train(
         remaining = max(0, config.total_steps - model.num_timesteps)
         with _stop_on_signals(callback):
             if remaining > 0:
-                model.learn(remaining, callback=callback, reset_num_timesteps=state is None, progress_bar=progress)
+                try:
+                    model.learn(remaining, callback=callback, reset_num_timesteps=state is None,
+                                progress_bar=progress)  # fmt: skip
+                except (EOFError, ConnectionError) as exc:  # a SubprocVecEnv worker is gone: keep what was learnt
+                    callback.save()
+                    raise WorkerDied(
+                        f"an environment worker process died ({type(exc).__name__}); saved at step "
+                        f"{model.num_timesteps} in {out} (continue with --resume)"
+                    ) from None
             interrupted = callback.stop_requested
             last_eval = run.evaluations[-1]["step"] if run.evaluations else -1
             if (
@@ -541,9 +553,9 @@ def train(
                 callback.save()
         elapsed = time.time() - start_time
         sps = (model.num_timesteps - start_step) / elapsed if elapsed > 0 else 0.0
-        return TrainResult(model.num_timesteps, interrupted, sps, run.best_win_rate, out)
+        return TrainResult(model.num_timesteps, interrupted, sps, run.best_win_rate, out, callback.stop_signal)
     finally:
-        venv.close()
+        close_vec_env(venv)
 
 
 class _stop_on_signals:
@@ -561,10 +573,13 @@ class _stop_on_signals:
         return self
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if self.callback.stop_requested and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.callback.stop_requested = True
-        print(f"\n{signal.Signals(signum).name}: stopping after this step and saving (Ctrl-C again to abort)")
+        if self.callback.stop_requested:
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            return  # a second SIGTERM: already stopping
+        self.callback.stop_requested, self.callback.stop_signal = True, signum
+        print(f"\n{signal.Signals(signum).name}: stopping after this step and saving (Ctrl-C again to abort)",
+              flush=True)  # fmt: skip
 
     def __exit__(self, *exc: Any) -> None:
         for s, handler in self._old.items():

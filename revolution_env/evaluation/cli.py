@@ -164,8 +164,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m revolution_env.evaluation ...`` (the same as ``revolution eval ...``)."""
-    parser = argparse.ArgumentParser(prog="revolution")
-    parser.error = _one_line_error
+    from ..cli_options import OneLineParser, run_command
+
+    parser = OneLineParser(prog="revolution")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["eval", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
+    return run_command(args)
