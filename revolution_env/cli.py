@@ -57,6 +57,8 @@ def cmd_random(args: argparse.Namespace) -> int:
             game.choose(random_choice(game, rng))
     print(render(game))
     if args.export:
+        if Path(args.export).is_dir():
+            raise ValueError(f"--export: {args.export} is a folder; give a file name (game.json)")
         with open(args.export, "w", encoding="utf-8") as fh:
             json.dump(export_game(game), fh, indent=1)
             fh.write("\n")

@@ -4,9 +4,10 @@
 SIGINT to the terminal's group: every worker process gets the signal at the same moment as the parent. A worker
 killed by it mid-task leaves the parent waiting for an answer that never comes (a pool's ``imap`` hangs, a vector
 env's ``step_wait`` dies with ``EOFError``) before the parent has had the chance to save. So here the parent alone
-decides when its workers stop: workers ignore both signals (:func:`ignore_stop_signals`), are started while the
-parent holds the signals back (:class:`stop_signals_blocked`, so that not even the moments before a worker ignores
-them are open), and are closed by the parent, or killed with SIGKILL when the parent gives up on them.
+decides when its workers stop. Workers are started while the parent holds the signals back (:func:`start_workers`,
+so that not even the moments before a worker has set itself up are open); then a vector env's workers ignore both
+signals (:func:`ignore_stop_signals`) and are closed by the parent, or killed with SIGKILL when they no longer
+answer, and a pool's workers leave the process group (:func:`worker_pool`).
 
 The ``revolution`` command turns SIGTERM into :class:`Terminated`, a kind of ``KeyboardInterrupt``, so that the
 clean-up of Ctrl-C runs for it too (:func:`raise_on_sigterm`); the command then exits 143 instead of 130.
@@ -16,10 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -63,18 +68,39 @@ class stop_signals_blocked:
             signal.pthread_sigmask(signal.SIG_SETMASK, self._old)
 
 
-@contextlib.contextmanager
-def worker_pool(processes: int, initializer: Callable[[], None] | None = None) -> Iterator[Any]:
-    """A ``spawn`` pool of workers that ignore the stop signals. Leaving the block normally lets the workers
-    finish and exit; leaving it by an exception (Ctrl-C, SIGTERM) kills them (``Pool.terminate`` alone sends
-    SIGTERM, which they ignore)."""
+def start_workers(start: Callable[[], T], kill: Callable[[T], None]) -> T:
+    """``start()`` with the stop signals held back, so that the workers it starts inherit them blocked. A signal
+    that came meanwhile is delivered afterwards; if its handler raises (Ctrl-C, :class:`Terminated`), ``kill``
+    gets the workers first: they ignore SIGTERM, so nobody else could stop them."""
+    blocked = stop_signals_blocked()
+    blocked.__enter__()
+    try:
+        started = start()
+    except BaseException:
+        blocked.__exit__()
+        raise
+    try:
+        blocked.__exit__()
+    except BaseException:
+        kill(started)
+        raise
+    return started
 
-    with stop_signals_blocked():
-        pool = multiprocessing.get_context("spawn").Pool(processes, initializer=_init_worker, initargs=(initializer,))
+
+@contextlib.contextmanager
+def worker_pool(processes: int) -> Iterator[Any]:
+    """A ``spawn`` pool whose workers leave the parent's process group (:func:`leave_process_group`): a signal to
+    the group reaches the parent alone, which stops the pool (``terminate``) if the signal stops it. A pool's
+    worker cannot simply ignore SIGTERM: ``Pool.terminate`` stops workers with it (and killing them with SIGKILL
+    instead can leave the pool's task lock held for ever)."""
+    context = multiprocessing.get_context("spawn")
+    pool = start_workers(
+        lambda: context.Pool(processes, initializer=leave_process_group, initargs=(os.getpid(),)),
+        lambda p: p.terminate(),
+    )
     try:
         yield pool
     except BaseException:
-        kill_workers(pool._pool)
         pool.terminate()
         raise
     else:
@@ -82,10 +108,23 @@ def worker_pool(processes: int, initializer: Callable[[], None] | None = None) -
         pool.join()
 
 
-def _init_worker(initializer: Callable[[], None] | None) -> None:
-    ignore_stop_signals()
-    if initializer is not None:
-        initializer()
+def leave_process_group(parent: int) -> None:
+    """For a pool worker, started with the stop signals blocked: a process group of its own, Ctrl-C ignored,
+    SIGTERM back to its default (for ``Pool.terminate``; one sent to the old group while it started ends it now,
+    before it has taken a task), and an exit of its own when the parent is gone (killed with SIGKILL)."""
+    if hasattr(os, "setpgrp"):
+        os.setpgrp()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+
+
+def _exit_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def kill_workers(processes: list[Any]) -> None:

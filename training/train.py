@@ -28,6 +28,7 @@ its save, so that the league matches the model it continues from.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import threading
 import time
@@ -44,7 +45,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
-from revolution_env.workers import ignore_stop_signals, kill_workers, stop_signals_blocked
+from revolution_env.workers import ignore_stop_signals, kill_workers, start_workers, stop_signals_blocked
 
 from .checkpoint import (
     atomic_write,
@@ -73,14 +74,29 @@ RUN_FORMAT = "revolution-train-run"
 # --- the run folder ----------------------------------------------------------------------------------------------
 
 
+SAVE_NAME = re.compile(r"saves/model_\d{12}\.zip")
+
+
 def read_state(out: str | Path) -> dict[str, Any] | None:
-    """The run state of the last complete save in ``out`` (None if there is none)."""
+    """The run state of the last complete save in ``out`` (None if there is none), checked: a damaged or
+    hand-edited state.json is a ``ValueError`` naming the file, and the model it names is a save in the run's own
+    ``saves/`` folder (a run deletes its previous save: a path elsewhere would delete someone else's file)."""
     path = Path(out) / STATE_FILE
-    if not path.exists():
+    if path.is_dir() or not path.exists():
         return None
-    state = json.loads(path.read_text(encoding="utf-8"))
-    if state.get("format") != RUN_FORMAT:
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a training run state, the file is damaged ({exc})") from None
+    if not isinstance(state, dict) or state.get("format") != RUN_FORMAT:
         raise ValueError(f"{path}: not a training run state")
+    expected = {"step": int, "wall_time": (int, float), "config": dict, "evaluations": list}
+    for key, kind in expected.items():
+        if not isinstance(state.get(key), kind) or isinstance(state.get(key), bool):
+            raise ValueError(f"{path}: not a training run state ({key}: got {state.get(key)!r})")
+    model = state.get("model")
+    if model is not None and not (isinstance(model, str) and SAVE_NAME.fullmatch(model)):
+        raise ValueError(f"{path}: model: expected saves/model_<12 digits>.zip, got {model!r}")
     return state
 
 
@@ -138,8 +154,9 @@ def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
     if config.n_envs == 1:
         venv: VecEnv = DummyVecEnv([env_factory(config, league_folder, False)])
     else:
-        with stop_signals_blocked():  # the workers (and SB3's forkserver) start deaf to a signal to the group
-            venv = SubprocVecEnv([env_factory(config, league_folder, True) for _ in range(config.n_envs)])
+        # the workers (and SB3's forkserver) start deaf to a signal to the group
+        factories = [env_factory(config, league_folder, True) for _ in range(config.n_envs)]
+        venv = start_workers(lambda: SubprocVecEnv(factories), lambda v: kill_workers(v.processes))
     return VecMonitor(venv)
 
 
@@ -453,6 +470,8 @@ def prepare_run(config: TrainConfig, out: str | Path | None, resume: bool) -> tu
     """The config and folder of the run, and its saved state when resuming. A resumed run keeps the config it
     was started with, apart from ``total_steps``."""
     folder = Path(out if out is not None else config.out)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out: {folder} is a file, not a run folder")
     state = read_state(folder)
     if resume:
         if state is None:
@@ -502,8 +521,8 @@ def train(
             state["step"],
             state["wall_time"],
             state["model"],
-            state["best_win_rate"],
-            state["best_step"],
+            state.get("best_win_rate"),
+            state.get("best_step"),
             state["evaluations"],
             state.get("origin"),
         )
@@ -511,8 +530,9 @@ def train(
             return TrainResult(run.step, False, 0.0, run.best_win_rate, out)
 
     torch.set_num_threads(config.torch_threads)
-    venv = make_vec_env(config, out / "league")
+    venv = None
     try:
+        venv = make_vec_env(config, out / "league")
         if state is None:
             model = new_model(config, venv)
             if config.init_from:
@@ -555,7 +575,8 @@ def train(
         sps = (model.num_timesteps - start_step) / elapsed if elapsed > 0 else 0.0
         return TrainResult(model.num_timesteps, interrupted, sps, run.best_win_rate, out, callback.stop_signal)
     finally:
-        close_vec_env(venv)
+        if venv is not None:
+            close_vec_env(venv)
 
 
 class _stop_on_signals:
