@@ -159,6 +159,27 @@ def test_sigterm_to_the_process_group_saves_exits_143_and_resumes(tmp_path, back
     assert read_state(out)["step"] == state["step"] + 64
 
 
+def test_an_env_worker_killed_alone_ends_the_run_with_a_save_and_one_line(tmp_path):
+    out = tmp_path / "run"
+    config = write_config(tmp_path, n_envs=2, total_steps=100_000, eval_every=0, env_backend="subprocess")
+    proc = subprocess.Popen([sys.executable, "-m", "revolution_env", "train", "--no-progress", "--config",
+                             str(config), "--out", str(out)], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    try:
+        before = wait_for_save(out, proc, past=64, timeout=90)
+        # SB3 starts its workers from a forkserver: they are the trainer's grandchildren
+        workers = [pid for pid, (parent, group) in running().items() if group == proc.pid and parent != proc.pid]
+        os.kill(max(workers), signal.SIGKILL)
+        log, _ = proc.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1 and "Traceback" not in log, log
+    assert "error: an environment worker process died" in log and "continue with --resume" in log, log
+    assert read_state(out)["step"] >= before["step"]
+    wait_group_gone(proc.pid)
+
+
 def test_sigterm_to_an_evaluation_with_workers_exits_143_and_leaves_no_worker(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "revolution_env", "eval", "--agents", "value", "value", "value",
                              "--games", "3000", "--workers", "2", "--quiet"], cwd=ROOT, env=ENV,
