@@ -63,7 +63,7 @@ def snapshot_name(step: int) -> str:
 SNAPSHOT_NAME = re.compile(r"snapshot_\d{12}\.pt")
 
 
-def _snapshot_entry(entry: Any, path: Path) -> dict[str, Any]:
+def _snapshot_entry(entry: Any) -> dict[str, Any]:
     """A snapshot of league.json, checked: its file is a snapshot's name in the league folder, never a path
     elsewhere (the league deletes the files it drops)."""
     ok = (
@@ -75,7 +75,7 @@ def _snapshot_entry(entry: Any, path: Path) -> dict[str, Any]:
         and entry["step"] >= 0
     )
     if not ok:
-        raise ValueError(f"{path}: a snapshot must be {{'file': 'snapshot_<12 digits>.pt', 'step': N}}, got {entry!r}")
+        raise ValueError(f"a snapshot must be {{'file': 'snapshot_<12 digits>.pt', 'step': N}}, got {entry!r}")
     return {"file": entry["file"], "step": entry["step"]}
 
 
@@ -91,7 +91,7 @@ def read_league_file(folder: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != LEAGUE_FORMAT or not isinstance(data.get("snapshots"), list):
         raise ValueError(f"{path}: not a league file")
     try:
-        return {"snapshots": [_snapshot_entry(s, path) for s in data["snapshots"]],
+        return {"snapshots": [_snapshot_entry(s) for s in data["snapshots"]],
                 "results": dict(data.get("results", {})), "history": list(data.get("history", []))}  # fmt: skip
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: not a league file ({exc})") from None
