@@ -27,6 +27,7 @@ its save, so that the league matches the model it continues from.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -161,12 +162,22 @@ def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
 
 
 def close_vec_env(venv: VecEnv) -> None:
-    """Close the envs; workers that died (or no longer answer) are killed rather than waited for."""
-    try:
+    """Close the envs. Subprocess workers are told to close and given 10 s; any that died, or no longer answer,
+    are killed rather than waited for. (SB3's own ``close`` first reads the answers of a step that was cut short:
+    after a dead worker or a second Ctrl-C, some were already read, and it would wait for ever.)"""
+    inner = venv.venv if isinstance(venv, VecMonitor) else venv
+    if not isinstance(inner, SubprocVecEnv):
         venv.close()
-    except (EOFError, OSError):  # BrokenPipeError, ConnectionResetError: a worker is gone
-        inner = venv.venv if isinstance(venv, VecMonitor) else venv
-        kill_workers(getattr(inner, "processes", []))
+        return
+    if inner.closed:
+        return
+    for remote in inner.remotes:  # a worker reads its commands in order: an unread answer does not matter
+        with contextlib.suppress(OSError):  # BrokenPipeError, ConnectionResetError: that worker is gone
+            remote.send(("close", None))
+    for process in inner.processes:
+        process.join(timeout=10)
+    kill_workers(inner.processes)  # those still alive
+    inner.closed = True
 
 
 def new_model(config: TrainConfig, venv: VecEnv) -> MaskablePPO:
