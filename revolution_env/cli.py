@@ -10,7 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .cli_options import add_rule_options, plugin_commands, positive_int, rules_from_args
+from .cli_options import (
+    OneLineParser,
+    add_rule_options,
+    non_negative_int,
+    plugin_commands,
+    positive_int,
+    rules_from_args,
+    run_command,
+)
 from .engine import BID, ScenarioError, dumps_state, export_game, state_dict
 from .engine.game import Game
 from .engine.random_play import random_bids, random_choice
@@ -49,6 +57,8 @@ def cmd_random(args: argparse.Namespace) -> int:
             game.choose(random_choice(game, rng))
     print(render(game))
     if args.export:
+        if Path(args.export).is_dir():
+            raise ValueError(f"--export: {args.export} is a folder; give a file name (game.json)")
         with open(args.export, "w", encoding="utf-8") as fh:
             json.dump(export_game(game), fh, indent=1)
             fh.write("\n")
@@ -86,7 +96,7 @@ def cmd_main(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="revolution", description="Revolution!: rules engine, environment and bots.")
+    parser = OneLineParser(prog="revolution", description="Revolution!: rules engine, environment and bots.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("scenario", help="play a scenario file and print the resulting state as canonical JSON")
@@ -98,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("random", help="play a seeded random game and print it")
     add_rule_options(p)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--quiet", action="store_true", help="print only the final state")
     p.add_argument("--export", metavar="FILE", help="also save the game as a scenario file that replays it")
     p.set_defaults(func=cmd_random)
@@ -112,15 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs/main", help="runs go to OUT/<date-time> (default runs/main)")
     p.add_argument("--steps", type=positive_int, help="training steps (default: configs/default.yaml's)")
     p.add_argument("--games", type=positive_int, default=12, help="evaluation games per lineup (default 12)")
-    p.add_argument("--seed", type=int, default=0, help="the evaluation's seed")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="the evaluation's seed")
     p.set_defaults(func=cmd_main)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (ValueError, OSError) as exc:  # every clean error of every subcommand: one line, exit 2
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return run_command(args)  # every clean error of every subcommand: one line, exit 2

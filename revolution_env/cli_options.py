@@ -7,11 +7,13 @@ Subcommands import this module; this module imports none of them, so the command
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, NoReturn
 
 from .engine import Rules
+from .workers import exit_status, raise_on_sigterm
 
 COMMANDS_GROUP = "revolution.commands"  # entry points: name = "module:add_parser"
 
@@ -25,6 +27,46 @@ def add_rule_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--first-edition", action="store_true", help="the first edition's Card space and deck")
     p.add_argument("--max-rounds", type=int, default=100, help="truncate the game after this round (D8)")
     p.add_argument("--board", default="standard", help="a board name or a path to a board JSON file")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (the usage itself is for --help), exit status 2. Its
+    subparsers are of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run a parsed subcommand (``args.func``) through the one error path of the command line: bad input
+    (``ValueError``, ``OSError``) is one line and exit status 2; Ctrl-C exits 130, SIGTERM 143, after the
+    command's own clean-up."""
+    raise_on_sigterm()
+    try:
+        return args.func(args)
+    except (ValueError, OSError) as exc:
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        print("\ninterrupted", file=sys.stderr)
+        return exit_status(exc)
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: a non-negative integer (a seed), or a one-line usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text}")
+    return value
 
 
 def positive_int(text: str) -> int:

@@ -114,6 +114,7 @@ def test_no_dynamic_import_of_training_either():
 # docs/architecture.md: a module may import its own layer and the layers above it (a lower number), never below.
 LAYERS = {
     "revolution_env.files": 0,
+    "revolution_env.workers": 0,
     "revolution_env.engine": 1,
     "revolution_env.env": 2,
     "revolution_env.agents": 3,

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Any
+
+from revolution_env.cli_options import OneLineParser, non_negative_int, positive_int, run_command
+from revolution_env.workers import exit_status
 
 from .config import load_config
 
@@ -32,7 +36,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def cmd_train(args: argparse.Namespace) -> int:
     try:
-        from .train import train  # torch and SB3 load only when training
+        from .train import WorkerDied, train  # torch and SB3 load only when training
     except ModuleNotFoundError as exc:
         print(
             f"error: training needs the `train` extra ({exc.name} is missing): pip install -e '.[train]'",
@@ -52,19 +56,26 @@ def cmd_train(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except WorkerDied as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:  # a second Ctrl-C, or a signal before training started
         from .train import read_state
 
         out = args.out or (config.out if config is not None else None)
-        if out is not None and read_state(out) is None:  # e.g. stopped while imitating its teacher
+        try:
+            saved = out is not None and read_state(out) is not None
+        except ValueError:
+            saved = False
+        if not saved:  # e.g. stopped while imitating its teacher
             print("aborted before the first save: nothing to resume, start the run again", file=sys.stderr)
         else:
             print("aborted: the last save is intact (continue with --resume)", file=sys.stderr)
-        return 130
+        return exit_status(exc)
     best = f", best mean win rate {result.best_win_rate:.2f}" if result.best_win_rate is not None else ""
     if result.interrupted:
         print(f"stopped at step {result.step}: saved in {result.out} (continue with --resume)")
-        return 130
+        return 128 + (result.signal or signal.SIGINT)  # 130 for Ctrl-C, 143 for SIGTERM
     print(f"done: {result.step} steps at {result.steps_per_second:.0f} steps/s{best}; policy: {result.out}/latest.pt")
     return 0
 
@@ -79,30 +90,18 @@ def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("agent", metavar="AGENT", help="a checkpoint (.pt) or a heuristic's name (value, bargain, ...)")
     p.add_argument("--players", type=int, help="players (a checkpoint's own by default; else 3)")
-    p.add_argument("--steps", type=_positive, default=200_000, help="learner steps of the best response")
+    p.add_argument("--steps", type=positive_int, default=200_000, help="learner steps of the best response")
     p.add_argument("--out", help="the run folder (default runs/exploit/<agent>); an existing one is resumed")
-    p.add_argument("--seed", type=_non_negative, default=0)
-    p.add_argument("--eval-games", type=_positive, default=60, help="games per evaluation during training")
-    p.add_argument("--final-games", type=_positive, default=600, help="fresh games of the best checkpoint at the end")
-    p.add_argument("--n-envs", type=_positive, default=2, help="parallel environments of the training")
+    p.add_argument("--seed", type=non_negative_int, default=0)
+    p.add_argument("--eval-games", type=positive_int, default=60, help="games per evaluation during training")
+    p.add_argument(
+        "--final-games", type=positive_int, default=600, help="fresh games of the best checkpoint at the end"
+    )
+    p.add_argument("--n-envs", type=positive_int, default=2, help="parallel environments of the training")
     p.add_argument("--reward", choices=("win_loss", "margin"), default="win_loss")
     p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", help="play the final games on Ray")
     p.set_defaults(func=cmd_exploit)
     return p
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text}")
-    return value
 
 
 def cmd_exploit(args: argparse.Namespace) -> int:
@@ -120,9 +119,9 @@ def cmd_exploit(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("aborted: the last save is intact (run the same command again to continue)", file=sys.stderr)
-        return 130
+        return exit_status(exc)
     print("| step | games | best response win rate | 95% CI |\n|--:|--:|--:|--:|")
     for c in result.curve:
         print(f"| {c['step']:,} | {c['games']} | {c['win_rate']:.3f} | "
@@ -136,9 +135,9 @@ def cmd_exploit(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training", description="Self-play training for Revolution!")
+    parser = OneLineParser(prog="python -m training", description="Self-play training for Revolution!")
     sub = parser.add_subparsers(dest="command", required=True)
     add_parser(sub)
     add_exploit_parser(sub)
     args = parser.parse_args(argv)
-    return args.func(args)
+    return run_command(args)

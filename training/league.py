@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -59,16 +60,41 @@ def snapshot_name(step: int) -> str:
     return f"snapshot_{step:012d}.pt"
 
 
+SNAPSHOT_NAME = re.compile(r"snapshot_\d{12}\.pt")
+
+
+def _snapshot_entry(entry: Any) -> dict[str, Any]:
+    """A snapshot of league.json, checked: its file is a snapshot's name in the league folder, never a path
+    elsewhere (the league deletes the files it drops)."""
+    ok = (
+        isinstance(entry, dict)
+        and isinstance(entry.get("file"), str)
+        and SNAPSHOT_NAME.fullmatch(entry["file"])
+        and isinstance(entry.get("step"), int)
+        and not isinstance(entry["step"], bool)
+        and entry["step"] >= 0
+    )
+    if not ok:
+        raise ValueError(f"a snapshot must be {{'file': 'snapshot_<12 digits>.pt', 'step': N}}, got {entry!r}")
+    return {"file": entry["file"], "step": entry["step"]}
+
+
 def read_league_file(folder: str | Path) -> dict[str, Any]:
     """``folder/league.json`` (an empty league if there is none yet)."""
     path = Path(folder) / LEAGUE_FILE
     if not path.exists():
         return {"snapshots": [], "results": {}, "history": []}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or data.get("format") != LEAGUE_FORMAT:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a league file ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != LEAGUE_FORMAT or not isinstance(data.get("snapshots"), list):
         raise ValueError(f"{path}: not a league file")
-    return {"snapshots": list(data["snapshots"]), "results": dict(data.get("results", {})),
-            "history": list(data.get("history", []))}  # fmt: skip
+    try:
+        return {"snapshots": [_snapshot_entry(s) for s in data["snapshots"]],
+                "results": dict(data.get("results", {})), "history": list(data.get("history", []))}  # fmt: skip
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: not a league file ({exc})") from None
 
 
 def read_league(folder: str | Path) -> list[dict[str, Any]]:

@@ -17,7 +17,6 @@ Collection runs in ``n_envs`` processes (the teacher is the slow part) and is re
 
 from __future__ import annotations
 
-import multiprocessing
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +26,7 @@ import torch.nn.functional as F
 
 from revolution_env import Decision
 from revolution_env.agents.loading import load_agent
+from revolution_env.workers import worker_pool
 
 from .config import TrainConfig
 from .selfplay import make_selfplay_env
@@ -70,7 +70,7 @@ def collect(config: TrainConfig, steps: int, seed: int) -> Demonstrations:
     jobs = [(config, share, (seed, i)) for i, share in enumerate(shares)]
     if workers == 1:
         return _collect(*jobs[0])
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+    with worker_pool(workers) as pool:  # workers ignore Ctrl-C and SIGTERM: the trainer stops them
         return Demonstrations.concatenate(pool.starmap(_collect, jobs))
 
 

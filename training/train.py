@@ -27,7 +27,9 @@ its save, so that the league matches the model it continues from.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import signal
 import threading
 import time
@@ -43,6 +45,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
+
+from revolution_env.workers import ignore_stop_signals, kill_workers, start_workers, stop_signals_blocked
 
 from .checkpoint import (
     atomic_write,
@@ -71,14 +75,29 @@ RUN_FORMAT = "revolution-train-run"
 # --- the run folder ----------------------------------------------------------------------------------------------
 
 
+SAVE_NAME = re.compile(r"saves/model_\d{12}\.zip")
+
+
 def read_state(out: str | Path) -> dict[str, Any] | None:
-    """The run state of the last complete save in ``out`` (None if there is none)."""
+    """The run state of the last complete save in ``out`` (None if there is none), checked: a damaged or
+    hand-edited state.json is a ``ValueError`` naming the file, and the model it names is a save in the run's own
+    ``saves/`` folder (a run deletes its previous save: a path elsewhere would delete someone else's file)."""
     path = Path(out) / STATE_FILE
-    if not path.exists():
+    if path.is_dir() or not path.exists():
         return None
-    state = json.loads(path.read_text(encoding="utf-8"))
-    if state.get("format") != RUN_FORMAT:
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a training run state, the file is damaged ({exc})") from None
+    if not isinstance(state, dict) or state.get("format") != RUN_FORMAT:
         raise ValueError(f"{path}: not a training run state")
+    expected = {"step": int, "wall_time": (int, float), "config": dict, "evaluations": list}
+    for key, kind in expected.items():
+        if not isinstance(state.get(key), kind) or isinstance(state.get(key), bool):
+            raise ValueError(f"{path}: not a training run state ({key}: got {state.get(key)!r})")
+    model = state.get("model")
+    if model is not None and not (isinstance(model, str) and SAVE_NAME.fullmatch(model)):
+        raise ValueError(f"{path}: model: expected saves/model_<12 digits>.zip, got {model!r}")
     return state
 
 
@@ -97,8 +116,8 @@ def env_factory(config: TrainConfig, league_folder: Path, in_subprocess: bool):
     options = config.env_options()
 
     def make() -> Any:
-        if in_subprocess:  # Ctrl-C is for the training process: it stops and saves, then closes the workers
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if in_subprocess:  # Ctrl-C and SIGTERM are for the trainer: it stops and saves, then closes the workers
+            ignore_stop_signals()
             torch.set_num_threads(1)
         return make_selfplay_env(
             options,
@@ -136,8 +155,29 @@ def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
     if config.n_envs == 1:
         venv: VecEnv = DummyVecEnv([env_factory(config, league_folder, False)])
     else:
-        venv = SubprocVecEnv([env_factory(config, league_folder, True) for _ in range(config.n_envs)])
+        # the workers (and SB3's forkserver) start deaf to a signal to the group
+        factories = [env_factory(config, league_folder, True) for _ in range(config.n_envs)]
+        venv = start_workers(lambda: SubprocVecEnv(factories), lambda v: kill_workers(v.processes))
     return VecMonitor(venv)
+
+
+def close_vec_env(venv: VecEnv) -> None:
+    """Close the envs. Subprocess workers are told to close and given 10 s; any that died, or no longer answer,
+    are killed rather than waited for. (SB3's own ``close`` first reads the answers of a step that was cut short:
+    after a dead worker or a second Ctrl-C, some were already read, and it would wait for ever.)"""
+    inner = venv.venv if isinstance(venv, VecMonitor) else venv
+    if not isinstance(inner, SubprocVecEnv):
+        venv.close()
+        return
+    if inner.closed:
+        return
+    for remote in inner.remotes:  # a worker reads its commands in order: an unread answer does not matter
+        with contextlib.suppress(OSError):  # BrokenPipeError, ConnectionResetError: that worker is gone
+            remote.send(("close", None))
+    for process in inner.processes:
+        process.join(timeout=10)
+    kill_workers(inner.processes)  # those still alive
+    inner.closed = True
 
 
 def new_model(config: TrainConfig, venv: VecEnv) -> MaskablePPO:
@@ -257,20 +297,6 @@ def imitate(model: MaskablePPO, config: TrainConfig) -> float:
 # --- evaluation --------------------------------------------------------------------------------------------------
 
 
-class _sigint_deferred:
-    """Hold Ctrl-C back while the evaluation's worker processes start and play (blocked signals are inherited, so
-    they never see it; a pool worker killed by it would hang the evaluation); it is delivered afterwards."""
-
-    def __enter__(self) -> None:
-        self._block = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
-        if self._block:
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._block:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
 def evaluate(config: TrainConfig, checkpoint: dict[str, Any], step: int, scratch: Path) -> dict[str, float]:
     """Win rate of the policy (greedy) against each baseline, over every seat order; seats beyond the learner and
     the baseline go to ``eval_fill``. Every evaluation plays the same seeds, so that they compare like with like."""
@@ -279,7 +305,7 @@ def evaluate(config: TrainConfig, checkpoint: dict[str, Any], step: int, scratch
     path = scratch / f"learner_{step:012d}.pt"
     save_checkpoint(checkpoint, path)
     try:
-        with _sigint_deferred():
+        with stop_signals_blocked():  # delivered after the evaluation, which then stops the run at the next step
             return _win_rates(config, path, step, options)
     finally:
         path.unlink(missing_ok=True)
@@ -320,6 +346,7 @@ class SelfPlayCallback(BaseCallback):
         super().__init__()
         self.config, self.out, self.league, self.run = config, out, league, run
         self.stop_requested = False
+        self.stop_signal: int | None = None
         self.wins: deque[float] = deque(maxlen=100)
         self._session_start = time.time()
         self._wall_at_start = run.wall_time
@@ -443,12 +470,19 @@ class TrainResult:
     steps_per_second: float
     best_win_rate: float | None
     out: Path
+    signal: int | None = None  # the signal that stopped the run (SIGINT, SIGTERM), if one did
+
+
+class WorkerDied(RuntimeError):
+    """An environment worker process died under the trainer (killed, out of memory); the run saved first."""
 
 
 def prepare_run(config: TrainConfig, out: str | Path | None, resume: bool) -> tuple[TrainConfig, Path, dict | None]:
     """The config and folder of the run, and its saved state when resuming. A resumed run keeps the config it
     was started with, apart from ``total_steps``."""
     folder = Path(out if out is not None else config.out)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out: {folder} is a file, not a run folder")
     state = read_state(folder)
     if resume:
         if state is None:
@@ -498,8 +532,8 @@ def train(
             state["step"],
             state["wall_time"],
             state["model"],
-            state["best_win_rate"],
-            state["best_step"],
+            state.get("best_win_rate"),
+            state.get("best_step"),
             state["evaluations"],
             state.get("origin"),
         )
@@ -507,8 +541,9 @@ def train(
             return TrainResult(run.step, False, 0.0, run.best_win_rate, out)
 
     torch.set_num_threads(config.torch_threads)
-    venv = make_vec_env(config, out / "league")
+    venv = None
     try:
+        venv = make_vec_env(config, out / "league")
         if state is None:
             model = new_model(config, venv)
             if config.init_from:
@@ -528,7 +563,15 @@ def train(
         remaining = max(0, config.total_steps - model.num_timesteps)
         with _stop_on_signals(callback):
             if remaining > 0:
-                model.learn(remaining, callback=callback, reset_num_timesteps=state is None, progress_bar=progress)
+                try:
+                    model.learn(remaining, callback=callback, reset_num_timesteps=state is None,
+                                progress_bar=progress)  # fmt: skip
+                except (EOFError, ConnectionError) as exc:  # a SubprocVecEnv worker is gone: keep what was learnt
+                    callback.save()
+                    raise WorkerDied(
+                        f"an environment worker process died ({type(exc).__name__}); saved at step "
+                        f"{model.num_timesteps} in {out} (continue with --resume)"
+                    ) from None
             interrupted = callback.stop_requested
             last_eval = run.evaluations[-1]["step"] if run.evaluations else -1
             if (
@@ -541,9 +584,10 @@ def train(
                 callback.save()
         elapsed = time.time() - start_time
         sps = (model.num_timesteps - start_step) / elapsed if elapsed > 0 else 0.0
-        return TrainResult(model.num_timesteps, interrupted, sps, run.best_win_rate, out)
+        return TrainResult(model.num_timesteps, interrupted, sps, run.best_win_rate, out, callback.stop_signal)
     finally:
-        venv.close()
+        if venv is not None:
+            close_vec_env(venv)
 
 
 class _stop_on_signals:
@@ -561,10 +605,13 @@ class _stop_on_signals:
         return self
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if self.callback.stop_requested and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.callback.stop_requested = True
-        print(f"\n{signal.Signals(signum).name}: stopping after this step and saving (Ctrl-C again to abort)")
+        if self.callback.stop_requested:
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            return  # a second SIGTERM: already stopping
+        self.callback.stop_requested, self.callback.stop_signal = True, signum
+        print(f"\n{signal.Signals(signum).name}: stopping after this step and saving (Ctrl-C again to abort)",
+              flush=True)  # fmt: skip
 
     def __exit__(self, *exc: Any) -> None:
         for s, handler in self._old.items():

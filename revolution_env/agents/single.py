@@ -27,7 +27,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from ..engine.game import Decision
+from ..engine.game import Decision, check_seed
 from ..env import raw_env
 from ..env.core import ILLEGAL_REWARD
 from ..env.encoding import IllegalActionError
@@ -138,7 +138,7 @@ class SingleAgentEnv(gymnasium.Env):
     # --- the gymnasium API -------------------------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict[str, Any]]:
-        super().reset(seed=seed)
+        super().reset(seed=check_seed(seed))
         rng = self.np_random
         agents = self.game_env.possible_agents
         me = self.fixed_seat if self.fixed_seat is not None else int(rng.integers(self.players))

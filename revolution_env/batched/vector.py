@@ -35,7 +35,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ..engine.components import BoardError
-from ..engine.game import Decision, RulesError, make_layout
+from ..engine.game import Decision, RulesError, check_seed, make_layout
 from ..env.core import MARGIN_SCALE, EnvConfig
 from ..env.encoding import Codec, IllegalActionError
 from ..env.observation import ObservationLayout
@@ -247,6 +247,7 @@ class RevolutionVectorEnv(VectorEnv):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict[str, Any]]:
         """Start every game afresh (later games start by themselves when one ends: autoreset)."""
+        seed = check_seed(seed)
         if seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(seed)
             self.game.rng = self._np_random

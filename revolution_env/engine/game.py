@@ -263,17 +263,26 @@ def guy_beats(bids: np.ndarray, guy: np.ndarray, legal: np.ndarray) -> tuple[np.
     return bids + added, found
 
 
+def check_seed(seed: Any) -> int | None:
+    """A seed as an int (None stays None), or :class:`RulesError` for anything that is not a non-negative integer
+    (a negative number, a fraction, a string, a bool)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise RulesError(f"seed: expected a non-negative integer or None, got {seed!r} ({type(seed).__name__})")
+    return int(seed)
+
+
 class Game:
     """One game of Revolution!. Create it with :meth:`new`, then answer :attr:`decision` until it is over."""
 
     def __init__(self, layout: Layout, seed: int | None = None) -> None:
         self.layout = L = layout
         self.rules = layout.rules
+        seed = check_seed(seed)
         if seed is None:
             seed = secrets.randbits(63)  # drawn once, so that any game can be exported and replayed
-        elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise RulesError(f"seed: expected a non-negative integer, got {seed!r}")
-        self.seed = int(seed)
+        self.seed = seed
         coin_seq, deck_seq = np.random.SeedSequence(seed).spawn(2)
         self._coin_rng = np.random.default_rng(coin_seq)  # D9's coin flip
         self._deck_rng = np.random.default_rng(deck_seq)  # D15's shuffles

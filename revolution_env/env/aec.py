@@ -9,7 +9,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
 
-from ..engine.game import OVER
+from ..engine.game import OVER, check_seed
 from .core import ENV_NAME, ILLEGAL_REWARD, RENDER_MODES, Core, CoreAccess, EnvConfig
 from .encoding import IllegalActionError
 
@@ -34,6 +34,7 @@ class raw_env(CoreAccess, AECEnv):
         self._seat = self.core.seat_of
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        seed = check_seed(seed)  # before anything changes
         if seed is not None:  # None: the game draws a fresh seed (and records it, so the game can be exported)
             for i, agent in enumerate(self.possible_agents):
                 self.action_spaces[agent].seed(seed + 1 + i)
@@ -55,6 +56,11 @@ class raw_env(CoreAccess, AECEnv):
             raise RuntimeError("step: the game is over and every agent is done; call reset() to start a new one")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
+            if action is not None:
+                raise ValueError(
+                    f"step: the game is over and {agent} is done; step(None) for each agent ends it, reset() starts "
+                    f"a new game, got the action {type(action).__name__}"
+                )
             self._was_dead_step(action)
             return
         self.core.act(self._seat[agent], action, agent)  # raises IllegalActionError before changing anything

@@ -91,10 +91,10 @@ class Codec:
         except Exception:  # pragma: no cover - numpy accepts nearly anything
             a = None
         if a is None or a.shape != self.nvec.shape or a.dtype.kind not in "iu":
-            shape = getattr(a, "shape", None)
+            shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
             raise IllegalActionError(
                 f"{agent}: expected an integer array of shape {tuple(self.nvec.shape)} (MultiDiscrete {self.nvec[:2].tolist()}"
-                f" + ...), got {type(action).__name__} of shape {shape}"
+                f" + ...), got {type(action).__name__} of dtype {dtype} and shape {shape}"
             )
         a = a.astype(np.int64, copy=False)
         # one unsigned comparison catches values below 0 and past the dimension's size

@@ -9,7 +9,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.env_logger import EnvLogger
 
-from ..engine.game import BID, OVER
+from ..engine.game import BID, OVER, check_seed
 from .core import ENV_NAME, ILLEGAL_REWARD, RENDER_MODES, Core, CoreAccess, EnvConfig
 from .encoding import NONE, IllegalActionError
 
@@ -31,6 +31,7 @@ class parallel_env(CoreAccess, ParallelEnv):
         self.action_spaces = {a: self.core.action_space() for a in self.possible_agents}
 
     def reset(self, seed: int | None = None, options: dict | None = None):
+        seed = check_seed(seed)  # before anything changes
         if seed is not None:
             for i, agent in enumerate(self.possible_agents):
                 self.action_spaces[agent].seed(seed + 1 + i)

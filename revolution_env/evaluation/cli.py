@@ -44,6 +44,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--games", type=int, default=100, help="games per lineup (default 100)")
     p.add_argument("--seed", type=int, default=0, help="the seed of the whole evaluation (default 0)")
     p.add_argument("--out", metavar="DIR", help="write results.json, games.jsonl, report.md and plots here")
+    p.add_argument("--force", action="store_true", help="replace the previous evaluation in --out (refused without it)")
     p.add_argument(
         "--workers", type=int, default=None, help=f"processes that play the games (default {default_workers()})"
     )
@@ -124,10 +125,12 @@ def command_line(args: argparse.Namespace) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .report import print_gauntlet, print_table, write_all
+    from .report import check_out, print_gauntlet, print_table, write_all
 
     try:
         check_args(args)
+        if args.out:
+            check_out(args.out, args.force)  # before the games, not after
         options = env_options(args)
         progress = False if args.quiet else None
         if args.agents is not None:
@@ -164,8 +167,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m revolution_env.evaluation ...`` (the same as ``revolution eval ...``)."""
-    parser = argparse.ArgumentParser(prog="revolution")
-    parser.error = _one_line_error
+    from ..cli_options import OneLineParser, run_command
+
+    parser = OneLineParser(prog="revolution")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["eval", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
+    return run_command(args)

@@ -20,6 +20,27 @@ REPORT = "report.md"
 WIN_RATES_PLOT = "win_rates.png"
 HEAD_TO_HEAD_PLOT = "head_to_head.png"
 GAUNTLET_PLOT = "gauntlet.png"
+OUTPUTS = (RESULTS, GAMES, REPORT, WIN_RATES_PLOT, HEAD_TO_HEAD_PLOT, GAUNTLET_PLOT)  # what write_all may write
+
+
+def check_out(out: str | Path, force: bool) -> None:
+    """Refuse an ``--out`` that is a file, or that holds a previous evaluation (unless ``force``): one evaluation
+    per folder, so that a report never sits beside another evaluation's plots."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out: {out} is a file, not a folder")
+    previous = [name for name in OUTPUTS if (out / name).exists()]
+    if previous and not force:
+        raise ValueError(
+            f"--out: {out} holds a previous evaluation ({', '.join(previous)}); pass --force to replace it, "
+            "or give another folder"
+        )
+
+
+def remove_outputs(out: Path) -> None:
+    """A previous evaluation's files, results.json first (its presence means a complete evaluation)."""
+    for name in OUTPUTS:
+        (out / name).unlink(missing_ok=True)
 
 
 def ranked(evaluation: Evaluation) -> list[str]:
@@ -318,6 +339,7 @@ def write_all(evaluation: Evaluation, out: str | Path, command: str | None = Non
     """Every output into ``out`` (created if needed); results.json last, so that its presence means done."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    remove_outputs(out)  # a previous evaluation's plot that this one does not draw would be stale
     plots = [plot_win_rates(evaluation, out)]
     if evaluation.head_to_head is not None:
         plots.append(plot_head_to_head(evaluation, out))

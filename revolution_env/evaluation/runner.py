@@ -4,9 +4,7 @@ gather the results in game order so that an evaluation depends on its seed alone
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
-import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +14,7 @@ import numpy as np
 from ..agents.base import Agent
 from ..agents.loading import load_agent
 from ..agents.runner import GameResult, play_game
+from ..workers import worker_pool
 from .stats import AgentStats, aggregate, head_to_head, summary, wilson_interval
 
 
@@ -140,11 +139,6 @@ def _agent(name: str, spec: str, env_options: Mapping[str, Any]) -> Agent:
     return _AGENTS[key]
 
 
-def _ignore_sigint() -> None:
-    """Workers leave Ctrl-C to the parent, which stops the pool (a worker killed by it can hang imap)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def play_task(task: GameTask, env_options: Mapping[str, Any]) -> GameResult:
     """Play one scheduled game (a top-level function, so that spawned workers can run it)."""
     agents = [_agent(n, s, env_options) for n, s in zip(task.names, task.specs)]
@@ -222,8 +216,8 @@ def play_tasks(
                 bar.update()
         else:
             chunk = max(1, min(16, len(tasks) // (workers * 8)))
-            context = multiprocessing.get_context("spawn")
-            with context.Pool(min(workers, len(tasks)), initializer=_ignore_sigint) as pool:
+            # workers ignore Ctrl-C and SIGTERM: one killed by a signal to the process group would hang imap
+            with worker_pool(min(workers, len(tasks))) as pool:
                 for result in pool.imap(_play_packed, ((t, options) for t in tasks), chunksize=chunk):
                     results.append(result)
                     bar.update()

@@ -26,13 +26,14 @@ import numpy as np
 
 from ..agents.loading import load_agent
 from ..agents.runner import GameRunner, IllegalMoveError
-from ..cli_options import add_rule_options, rules_from_args
+from ..cli_options import OneLineParser, add_rule_options, non_negative_int, rules_from_args, run_command
 from ..engine.components import TOKEN_TYPES
 from ..engine.game import APOTHECARY_FIRST, APOTHECARY_SECOND, BID, GUY, REMOVE, SPY, Game, Layout
 from ..env import describe_action
 from ..env.core import EnvConfig
 from ..env.encoding import IllegalActionError
 from ..env.text import gains_text, render, seat_names, tokens_text
+from ..workers import exit_status
 
 Reader = Callable[[str], str]
 
@@ -525,9 +526,9 @@ def cmd_play(args: argparse.Namespace) -> int:
     options = rules_from_args(args).to_dict()
     try:
         result = play_game(options, args.seat, args.opponents, args.seed, read=_stdin_line)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (revolution_env.workers)
         print("\ninterrupted: the game stops.")
-        return 130
+        return exit_status(exc)
     return 1 if result.ended in ("end of input", "illegal move") else 0
 
 
@@ -548,23 +549,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="SPEC",
         help="agent specs for the other seats: one for all, or one per bot (random, a heuristic, a checkpoint)",
     )
-    p.add_argument("--seed", type=int, default=None, help="seed of the game and the bots")
+    p.add_argument("--seed", type=non_negative_int, default=None, help="seed of the game and the bots")
     p.set_defaults(func=cmd_play)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..engine import RulesError
-    from ..engine.components import BoardError
-
-    parser = argparse.ArgumentParser(prog="revolution")
+    parser = OneLineParser(prog="revolution")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["play", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return args.func(args)
-    except (ValueError, RulesError, BoardError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return run_command(args)
 
 
 if __name__ == "__main__":

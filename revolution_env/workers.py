@@ -1,0 +1,138 @@
+"""Worker processes and the stop signals (Ctrl-C, SIGTERM).
+
+``timeout``, systemd, Slurm and Ray stop a job by sending SIGTERM to its whole process group, and Ctrl-C sends
+SIGINT to the terminal's group: every worker process gets the signal at the same moment as the parent. A worker
+killed by it mid-task leaves the parent waiting for an answer that never comes (a pool's ``imap`` hangs, a vector
+env's ``step_wait`` dies with ``EOFError``) before the parent has had the chance to save. So here the parent alone
+decides when its workers stop. Workers are started while the parent holds the signals back (:func:`start_workers`,
+so that not even the moments before a worker has set itself up are open); then a vector env's workers ignore both
+signals (:func:`ignore_stop_signals`) and are closed by the parent, or killed with SIGKILL when they no longer
+answer, and a pool's workers leave the process group (:func:`worker_pool`).
+
+The ``revolution`` command turns SIGTERM into :class:`Terminated`, a kind of ``KeyboardInterrupt``, so that the
+clean-up of Ctrl-C runs for it too (:func:`raise_on_sigterm`); the command then exits 143 instead of 130.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` so that the same clean-up runs."""
+
+
+def exit_status(interrupt: BaseException) -> int:
+    """The conventional exit status of a command stopped by a signal: 128 + the signal's number."""
+    return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+def raise_on_sigterm() -> None:
+    """SIGTERM raises :class:`Terminated` in the main thread (unless a handler is already set)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
+
+
+def ignore_stop_signals() -> None:
+    """For a worker process: Ctrl-C and SIGTERM are for the parent, which stops its workers itself."""
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+
+
+class stop_signals_blocked:
+    """Hold Ctrl-C and SIGTERM back (in the main thread) while worker processes start: blocked signals are
+    inherited, so a worker never sees them, even before it ignores them; the parent gets them on leaving."""
+
+    def __enter__(self) -> None:
+        self._block = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+        if self._block:
+            self._old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._block:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._old)
+
+
+def start_workers(start: Callable[[], T], kill: Callable[[T], None]) -> T:
+    """``start()`` with the stop signals held back, so that the workers it starts inherit them blocked. A signal
+    that came meanwhile is delivered afterwards; if its handler raises (Ctrl-C, :class:`Terminated`), ``kill``
+    gets the workers first: they ignore SIGTERM, so nobody else could stop them."""
+    blocked = stop_signals_blocked()
+    blocked.__enter__()
+    try:
+        started = start()
+    except BaseException:
+        blocked.__exit__()
+        raise
+    try:
+        blocked.__exit__()
+    except BaseException:
+        kill(started)
+        raise
+    return started
+
+
+@contextlib.contextmanager
+def worker_pool(processes: int) -> Iterator[Any]:
+    """A ``spawn`` pool whose workers leave the parent's process group (:func:`leave_process_group`): a signal to
+    the group reaches the parent alone, which stops the pool (``terminate``) if the signal stops it. A pool's
+    worker cannot simply ignore SIGTERM: ``Pool.terminate`` stops workers with it (and killing them with SIGKILL
+    instead can leave the pool's task lock held for ever)."""
+    context = multiprocessing.get_context("spawn")
+    pool = start_workers(
+        lambda: context.Pool(processes, initializer=leave_process_group, initargs=(os.getpid(),)),
+        lambda p: p.terminate(),
+    )
+    try:
+        yield pool
+    except BaseException:
+        pool.terminate()
+        raise
+    else:
+        pool.close()
+        pool.join()
+
+
+def leave_process_group(parent: int) -> None:
+    """For a pool worker, started with the stop signals blocked: a process group of its own, Ctrl-C ignored,
+    SIGTERM back to its default (for ``Pool.terminate``; one sent to the old group while it started ends it now,
+    before it has taken a task), and an exit of its own when the parent is gone (killed with SIGKILL)."""
+    if hasattr(os, "setpgrp"):
+        os.setpgrp()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+
+
+def _exit_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
+def kill_workers(processes: list[Any]) -> None:
+    """SIGKILL every process still alive (they ignore SIGTERM), and reap it."""
+    for p in processes:
+        if p.exitcode is None:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                p.kill()
+    for p in processes:
+        with contextlib.suppress(OSError, ValueError, AttributeError, AssertionError):
+            p.join(timeout=10)
