@@ -195,7 +195,8 @@ def goofspiel_random_play():
 
 
 def default_training(steps: int) -> dict[str, float]:
-    """Train configs/default.yaml (evaluations off) for ``steps`` learner steps in a scratch folder: steps/s."""
+    """Train configs/default.yaml for ``steps`` learner steps in a scratch folder, evaluations and the imitation
+    before PPO off (the imitation is a fixed cost, about a minute and a half, not a rate): PPO's steps/s."""
     import tempfile
     from pathlib import Path
 
@@ -203,7 +204,7 @@ def default_training(steps: int) -> dict[str, float]:
     from training.train import train
 
     config = load_config(Path(__file__).resolve().parent.parent / "configs" / "default.yaml")
-    config = config.replace(total_steps=steps, eval_every=0)
+    config = config.replace(total_steps=steps, eval_every=0, pretrain_teacher=None)
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         result = train(config, out=out)
@@ -298,7 +299,7 @@ def main() -> None:
         scalar = vector.get(f"single-agent env, {p}p, random") or measure(single_agent_random_play(p), args.seconds)
         results["revolution train, configs/default.yaml"] = trained = default_training(args.train)
         print(
-            f"\nrevolution train on configs/default.yaml ({trained['steps']:,} steps, no evaluations): "
+            f"\nrevolution train on configs/default.yaml ({trained['steps']:,} PPO steps, no imitation or evaluations): "
             f"{trained['decisions_per_s']:,.0f} learner steps/s, {trained['decisions_per_s'] / scalar['decisions_per_s']:.2f}x "
             f"the single-agent env's random play ({scalar['decisions_per_s']:,.0f} steps/s)"
         )

@@ -4,7 +4,7 @@
 |-------------|---------------------------------------------------------------------------------------------------|
 | id          | ``Revolution-v2`` (``gymnasium.make("revolution_env:Revolution-v2", players=3, opponents=[...])``)  |
 | observation | the learner's observation vector, raw counts: a float32 ``Box`` whose bounds hold every observation (``ObservationLayout.bounds``); ``mask_in_obs=True``: a ``Dict`` of ``"observation"`` and ``"action_mask"`` |
-| action      | ``MultiDiscrete(nvec)`` (``MaskedMultiDiscrete``, whose ``sample`` takes the flat mask)             |
+| action      | ``MultiDiscrete(nvec)`` (``MaskedMultiDiscrete``, whose ``sample`` takes the flat mask), or ``Discrete(n)`` with ``action_mode="tokens"`` (a bid placed token by token, ``revolution_env.env.tokens``) |
 | mask        | ``action_masks()`` (flat bool, MaskablePPO's form) and ``info["action_mask"]``                     |
 | reward      | the learner seat's own: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``                 |
 | episode     | one game: ``terminated`` when it is over (or ended by an illegal action), ``truncated`` at ``max_rounds`` |
@@ -35,7 +35,6 @@ from .base import Agent
 from .loading import load_agent
 
 DEFAULT_OPPONENT = "value"  # the strongest heuristic (ENVIRONMENT.md, "Single agent")
-ACTION_MODES = ("bid",)
 
 
 class FixedOpponents:
@@ -92,12 +91,11 @@ class SingleAgentEnv(gymnasium.Env):
         **options: Any,
     ) -> None:
         super().__init__()
-        if action_mode not in ACTION_MODES:
-            raise ValueError(f"action_mode: expected one of {', '.join(ACTION_MODES)}, got {action_mode!r}")
         if not isinstance(mask_in_obs, bool):
             raise ValueError(f"mask_in_obs: expected true or false, got {mask_in_obs!r}")
         self.illegal = options.pop("illegal", "terminate")
-        self.game_env = raw_env(players=players, **options)  # checks every option; raises on illegal actions
+        # checks every option; raises on illegal actions
+        self.game_env = raw_env(players=players, action_mode=action_mode, **options)
         self.illegal = self._check_illegal(self.illegal)
         self.render_mode = self.game_env.render_mode
         agent_options = {k: v for k, v in options.items() if k not in ("reward", "render_mode")}
@@ -118,7 +116,7 @@ class SingleAgentEnv(gymnasium.Env):
         self.mask_in_obs = mask_in_obs
         self.observation_space = (
             gymnasium.spaces.Dict(
-                {"observation": box, "action_mask": gymnasium.spaces.Box(0, 1, (core.codec.size,), np.int8)}
+                {"observation": box, "action_mask": gymnasium.spaces.Box(0, 1, (core.mask_size,), np.int8)}
             )
             if mask_in_obs
             else box
@@ -177,7 +175,7 @@ class SingleAgentEnv(gymnasium.Env):
     def action_masks(self) -> np.ndarray:
         """The learner's mask (flat bool, the form MaskablePPO takes); all of it after the end."""
         if self._over():
-            return np.ones(self.game_env.core.codec.size, dtype=bool)
+            return np.ones(self.game_env.core.mask_size, dtype=bool)
         return self.game_env.core.mask(self.game_env.core.seat_of[self.learner]).astype(bool)
 
     def render(self) -> Any:
@@ -201,10 +199,17 @@ class SingleAgentEnv(gymnasium.Env):
 
     def _play_opponents(self) -> None:
         env = self.game_env
+        core = env.core
         while not self._over() and env.agent_selection != self.learner:
             name = env.agent_selection
             agent = self.opponents[name][1]
-            self._step(agent.act(env.observe(name), env.infos[name]))
+            if core.tokens is None:
+                self._step(agent.act(env.observe(name), env.infos[name]))
+                continue
+            # the token mode: the agent decides as in the bid mode; its bid is placed token by token
+            seat = core.seat_of[name]
+            for a in core.token_actions(seat, agent.act(core.bid_mode_view(seat), env.infos[name])):
+                self._step(a)
 
     def _observation(self) -> Any:
         vector = self.game_env.observe(self.learner)["observation"]

@@ -105,6 +105,12 @@ class RevolutionVectorEnv(VectorEnv):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs: expected a positive integer, got {num_envs!r}")
         options = dict(options, players=players)
+        if options.get("action_mode", "bid") != "bid":
+            raise ValueError(
+                f"action_mode: the vector env plays the bid mode only (a whole bid per step), got "
+                f"{options['action_mode']!r}; use gym_env(action_mode='tokens') for the token mode"
+            )
+        options.pop("action_mode", None)
         if options.get("render_mode") is not None:
             raise ValueError("render_mode: the vector env does not render (use revolution_env.env or gym_env)")
         self.config = config = EnvConfig.from_options(options)

@@ -24,8 +24,18 @@ is full; areas are scored by the player with strictly the most cubes. The rules 
 `players` (2, 3, 4; default 3), `bid_refunds` (default: on for 2 players and the first edition, else off),
 `area_control_bonus` (False), `first_edition` (False), `max_rounds` (100), `reward` (`"win_loss"` or
 `"margin"`), `board` (`"standard"` or a path to a board JSON file), `render_mode` (`"ansi"`, `"human"`,
-`"rgb_array"`), `illegal` (`"terminate"` or `"raise"`, see "Illegal actions"; `raw_env` always raises). An unknown
-option or a bad value raises `ValueError` naming it.
+`"rgb_array"`), `illegal` (`"terminate"` or `"raise"`, see "Illegal actions"; `raw_env` always raises),
+`action_mode` (`"bid"`, the masked MultiDiscrete below, or `"tokens"`, see "Token mode"). An unknown option or a
+bad value raises `ValueError` naming it.
+
+## Token mode
+`action_mode="tokens"`: a `Discrete(n)` action, `n = max(C, 3 * T)`, for libraries that mask only Discrete
+actions. A bid is placed one token at a time: action `type * T + target` (types 0 Force, 1 Blackmail, 2 Gold),
+in canonical order, non-decreasing in `(type, target)`, so that every bid has exactly one sequence; the bid is
+complete when every token held is placed (a player holding none sends 0 once). Other decisions take the choice
+of dimension 0 below. The mask is exact. The observation gains `bid_building` (the observer's own bid so far; no
+one else sees it), after every other feature. In the Parallel API a player whose bid is complete waits (decision
+`NONE`, the no-op 0) until every bid is complete. `revolution_env/env/tokens.py` has the details.
 
 ## Decisions
 An agent is asked one decision at a time; `infos[agent]["decision"]` is a `revolution_env.Decision` (an `IntEnum`:

@@ -15,6 +15,7 @@ from ..engine.game import BID, Decision, Game, Rules, RulesError, make_layout
 from .encoding import NONE, Codec
 from .observation import ObservationLayout
 from .spaces import MaskedMultiDiscrete
+from .tokens import TokenCodec, check_action_mode
 
 ENV_NAME = "revolution_v2"
 REWARDS = ("win_loss", "margin")
@@ -30,8 +31,9 @@ OPTIONS = (
     "board",
     "render_mode",
     "illegal",
+    "action_mode",
 )
-ENV_OPTIONS = ("reward", "render_mode", "illegal")  # the options that are not rules of the game
+ENV_OPTIONS = ("reward", "render_mode", "illegal", "action_mode")  # the options that are not rules of the game
 MARGIN_SCALE = 100.0
 ILLEGAL_REWARD = -1.0
 
@@ -42,6 +44,7 @@ class EnvConfig:
     reward: str = "win_loss"
     render_mode: str | None = None
     illegal: str = "terminate"
+    action_mode: str = "bid"
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> EnvConfig:
@@ -57,12 +60,13 @@ class EnvConfig:
         illegal = options.get("illegal", "terminate")
         if illegal not in ILLEGAL:
             raise ValueError(f"illegal: expected one of {', '.join(ILLEGAL)}, got {illegal!r}")
+        action_mode = check_action_mode(options.get("action_mode", "bid"))
         rule_options = {k: v for k, v in options.items() if k not in ENV_OPTIONS}
         try:
             rules = Rules(**rule_options)
         except RulesError as exc:
             raise ValueError(str(exc)) from None
-        return cls(rules, reward, render_mode, illegal)
+        return cls(rules, reward, render_mode, illegal, action_mode)
 
 
 class Core:
@@ -75,28 +79,41 @@ class Core:
         except (BoardError, RulesError) as exc:
             raise ValueError(f"board: {exc}") from None
         self.codec = Codec(self.layout)
-        self.obs_layout = ObservationLayout(self.codec)
+        # the token mode (tokens.py): a Discrete action; each seat's bid is built in _building, token by token
+        self.tokens = TokenCodec(self.codec) if config.action_mode == "tokens" else None
+        self.obs_layout = ObservationLayout(self.codec, building=self.tokens is not None)
+        self._base_size = ObservationLayout(self.codec).size if self.tokens else self.obs_layout.size
         self.agents = [f"player_{i}" for i in range(self.layout.players)]
         self.seat_of = {a: i for i, a in enumerate(self.agents)}
         self.game: Game | None = None
         self._bid_spent = [False] * self.layout.players  # who has bid this round (AEC)
         self._pending = np.zeros((self.layout.players, self.layout.n_targets, 3), dtype=np.int64)
+        self._building = np.zeros_like(self._pending)
+        self._last = np.full(self.layout.players, -1, dtype=np.int64)
 
     def observation_space(self) -> spaces.Dict:
         low, high = self.obs_layout.bounds()
         return spaces.Dict(
             {
                 "observation": spaces.Box(low, high, (self.obs_layout.size,), np.float32),
-                "action_mask": spaces.Box(0, 1, (self.codec.size,), np.int8),
+                "action_mask": spaces.Box(0, 1, (self.mask_size,), np.int8),
             }
         )
 
-    def action_space(self, seed: int | None = None) -> MaskedMultiDiscrete:
+    @property
+    def mask_size(self) -> int:
+        return self.tokens.n if self.tokens else self.codec.size
+
+    def action_space(self, seed: int | None = None) -> MaskedMultiDiscrete | spaces.Discrete:
+        if self.tokens:
+            return spaces.Discrete(self.tokens.n, seed=seed)
         return MaskedMultiDiscrete(self.codec.nvec, seed=seed)
 
     def reset(self, seed: int | None) -> None:
         self.game = Game(self.layout, seed)
         self._bid_spent = [False] * self.layout.players
+        self._building[:] = 0
+        self._last[:] = -1
         self._masks: list[np.ndarray | None] = [None] * self.layout.players
 
     # --- per seat ----------------------------------------------------------------------------------------------
@@ -112,16 +129,37 @@ class Core:
 
     def observe(self, seat: int) -> dict[str, np.ndarray]:
         kind = self.kind(seat)
+        v = self.obs_layout.build(self.game, seat, kind)
+        if self.tokens:  # the observer's own bid under construction, seen by no one else
+            v[self._base_size :] = self._building[seat].ravel()
+        return {"observation": v, "action_mask": self.mask(seat).copy()}
+
+    def bid_mode_view(self, seat: int) -> dict[str, np.ndarray]:
+        """What an agent written for the bid mode reads (a heuristic or a checkpoint playing in a token-mode
+        game): the observation without the bid under construction and the bid mode's mask."""
+        kind = self.kind(seat)
         return {
-            "observation": self.obs_layout.build(self.game, seat, kind),
-            "action_mask": self.mask(seat).copy(),
+            "observation": self.obs_layout.build(self.game, seat, kind)[: self._base_size],
+            "action_mask": self.codec.mask(self.game, seat, kind),
         }
+
+    def token_actions(self, seat: int, action: Any) -> list[int]:
+        """A bid mode action of ``seat``'s, as the token mode's actions that play it (one unless it is a bid)."""
+        a = np.asarray(action, dtype=np.int64)
+        if self.kind(seat) == BID:
+            return self.tokens.sequence(self.codec.bid_counts(a, self.game.tokens[seat]))
+        return [int(a[0])]
 
     def mask(self, seat: int) -> np.ndarray:
         """The seat's mask, computed once per state (read-only: copy before changing it)."""
         m = self._masks[seat]
         if m is None:
-            m = self._masks[seat] = self.codec.mask(self.game, seat, self.kind(seat))
+            kind = self.kind(seat)
+            if self.tokens:
+                m = self.tokens.mask(self.game, seat, kind, self._building[seat], int(self._last[seat]))
+            else:
+                m = self.codec.mask(self.game, seat, kind)
+            self._masks[seat] = m
             m.flags.writeable = False
         return m
 
@@ -131,23 +169,48 @@ class Core:
         """Check and apply one agent's action (a bid is held until every player has bid)."""
         self.apply(seat, self.check(seat, action, agent))
 
-    def check(self, seat: int, action: Any, agent: str) -> np.ndarray:
-        """The action as an int64 array, or :class:`IllegalActionError` naming the agent, the decision and what
-        breaks the mask; nothing changes."""
+    def check(self, seat: int, action: Any, agent: str) -> np.ndarray | int:
+        """The action as an int64 array (an ``int`` in the token mode), or :class:`IllegalActionError` naming the
+        agent, the decision and what breaks the mask; nothing changes."""
+        if self.tokens:
+            return self.tokens.check(action, self.mask(seat), agent, self.kind(seat))
         return self.codec.check(action, self.mask(seat), agent, self.kind(seat))
 
-    def apply(self, seat: int, a: np.ndarray) -> None:
+    def check_idle(self, seat: int, action: Any, agent: str) -> None:
+        """Check the action of a seat with nothing to decide (Parallel API): only the no-op is legal."""
+        if self.tokens:
+            self.tokens.check(action, self.tokens.mask(self.game, seat, NONE, self._building[seat], -1), agent, NONE)
+        else:
+            self.codec.check(action, self.codec.mask(self.game, seat, NONE), agent, NONE)
+
+    def apply(self, seat: int, a: np.ndarray | int) -> None:
         """Apply an action that :meth:`check` has accepted."""
         kind = self.kind(seat)
         self._masks = [None] * self.layout.players  # every action changes what someone may do
         if kind == BID:
-            self._pending[seat] = self.codec.bid_counts(a, self.game.tokens[seat])
+            if self.tokens:
+                if not self._place(seat, int(a)):
+                    return
+                self._pending[seat] = self._building[seat]
+            else:
+                self._pending[seat] = self.codec.bid_counts(a, self.game.tokens[seat])
             self._bid_spent[seat] = True
             if all(self._bid_spent):
                 self._bid_spent = [False] * self.layout.players
                 self.game.submit_bids(self._pending)
+                self._building[:] = 0
+                self._last[:] = -1
         elif kind != NONE:
-            self.game.choose(self.codec.choice(int(a[0]), seat, kind))
+            self.game.choose(self.codec.choice(int(a) if self.tokens else int(a[0]), seat, kind))
+
+    def _place(self, seat: int, a: int) -> bool:
+        """Token mode: place one token (nothing if the seat holds none); True when the seat's bid is complete."""
+        building = self._building[seat]
+        if self.game.tokens[seat].any():
+            t, c = divmod(a, self.codec.T)
+            building[c, t] += 1
+            self._last[seat] = a
+        return bool((building.sum(0) == self.game.tokens[seat]).all())
 
     def next_seat(self) -> int:
         """Who acts next in the AEC order: the first player yet to bid, or the one deciding."""

@@ -39,7 +39,7 @@ class Feature:
 class ObservationLayout:
     """The features of the observation vector, in order. ``layout.features`` documents each one."""
 
-    def __init__(self, codec: Codec) -> None:
+    def __init__(self, codec: Codec, building: bool = False) -> None:
         L = codec.layout
         S, A, T = codec.S, codec.A, codec.T
         self.codec = codec
@@ -87,6 +87,10 @@ class ObservationLayout:
                 ("deck_left", (n,), 4.0, "cards of each type left in the draw pile (its order stays hidden)"),
             ]
         spec.append(("final_support", (S,), 100.0, "final support (track + tokens + areas) once the game is over"))
+        if building:  # action_mode="tokens": last, so that the bid mode's vector is this one's prefix
+            spec.append(
+                ("bid_building", (T, 3), 10.0, "the observer's own bid so far, per target and token (tokens mode)")
+            )
         self.features: dict[str, Feature] = {}
         start = 0
         for name, shape, scale, doc in spec:
@@ -162,6 +166,7 @@ class ObservationLayout:
             "cards_drawn": 3,
             "deck_left": len(comp.deck),
             "final_support": score,
+            "bid_building": np.tile(totals, obs_layout.targets),
         }
         for name, f in obs_layout.features.items():
             if name in limits:

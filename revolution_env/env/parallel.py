@@ -1,5 +1,6 @@
-"""The Parallel environment: bidding is one simultaneous step; every other decision is a step in which only
-the deciding agent has a non-trivial mask (the others send the all-zero action, or nothing)."""
+"""The Parallel environment: bidding is one simultaneous step (in the token mode, one step per token, a player
+whose bid is complete waiting with the no-op); every other decision is a step in which only the deciding agent
+has a non-trivial mask (the others send the no-op: the all-zero action, or 0 in the token mode, or nothing)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.env_logger import EnvLogger
 
-from ..engine.game import BID, OVER, check_seed
+from ..engine.game import OVER, check_seed
 from .core import ENV_NAME, ILLEGAL_REWARD, RENDER_MODES, Core, CoreAccess, EnvConfig
 from .encoding import NONE, IllegalActionError
 
@@ -46,8 +47,7 @@ class parallel_env(CoreAccess, ParallelEnv):
         unknown = [a for a in actions if a not in self.agents]
         if unknown:
             raise ValueError(f"actions: {unknown[0]!r} is not a live agent (agents: {self.agents})")
-        d = core.game.decision
-        deciders = self.agents if d.kind == BID else [self.agents[d.seats[0]]]
+        deciders = [a for a in self.agents if core.kind(core.seat_of[a]) != NONE]
         for agent in deciders:
             if agent not in actions:
                 raise ValueError(f"actions: {agent} must act now (decision {core.kind(core.seat_of[agent])})")
@@ -57,8 +57,8 @@ class parallel_env(CoreAccess, ParallelEnv):
             try:
                 if agent in deciders:
                     checked[agent] = core.check(seat, action, agent)
-                else:  # nothing to decide: only the all-zero action is legal
-                    core.codec.check(action, core.codec.mask(core.game, seat, NONE), agent, NONE)
+                else:  # nothing to decide: only the no-op (the all-zero action, 0 in the token mode) is legal
+                    core.check_idle(seat, action, agent)
             except IllegalActionError:
                 if self.config.illegal == "raise":
                     raise
