@@ -197,9 +197,12 @@ def test_gym_env_in_the_token_mode_passes_the_checkers_and_plays_heuristics():
     from gymnasium.utils.env_checker import check_env
 
     check_env(revolution_env.gym_env(opponents="random", action_mode="tokens"), skip_render_check=True)
-    from stable_baselines3.common.env_checker import check_env as sb3_check_env
-
-    sb3_check_env(revolution_env.gym_env(opponents="random", action_mode="tokens"), warn=False)
+    try:
+        from stable_baselines3.common.env_checker import check_env as sb3_check_env
+    except ImportError:  # the oldest-versions run of CI has no SB3
+        sb3_check_env = None
+    if sb3_check_env is not None:
+        sb3_check_env(revolution_env.gym_env(opponents="random", action_mode="tokens"), warn=False)
     env = gymnasium.make("revolution_env:Revolution-v2", players=3, opponents=["value", "area"], action_mode="tokens")
     obs, info = env.reset(seed=0)
     rng = np.random.default_rng(0)
