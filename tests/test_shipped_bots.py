@@ -14,7 +14,8 @@ from training.checkpoint import history, read_checkpoint
 
 CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 SHIPPED = {"three_players.pt": {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
-           "two_players.pt": {Decision.BID, Decision.GUY, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND}}  # fmt: skip
+           "two_players.pt": {Decision.BID, Decision.GUY, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
+           "four_players.pt": {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND}}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
