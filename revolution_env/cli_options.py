@@ -58,26 +58,24 @@ def run_command(args: argparse.Namespace) -> int:
         return exit_status(exc)
 
 
-def non_negative_int(text: str) -> int:
-    """An argparse type: a non-negative integer (a seed), or a one-line usage error."""
+def _int_at_least(text: str, low: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: a non-negative integer (a seed), or a one-line usage error."""
+    return _int_at_least(text, 0, "a non-negative integer")
 
 
 def positive_int(text: str) -> int:
     """An argparse type: a positive integer, or a one-line usage error."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
-    return value
+    return _int_at_least(text, 1, "a positive integer")
 
 
 def rules_from_args(args: argparse.Namespace) -> Rules:
