@@ -5,7 +5,11 @@
 
 ``gymnasium.make("revolution_env:Revolution-v2", ...)`` gives the single-agent env; MaskablePPO takes the masks from
 its ``action_masks()`` method. The only addition is dividing the observation by the layout's ``scale`` (raw counts
-otherwise), with Gymnasium's own ``TransformObservation``. The figure it reached is at the end of the module.
+otherwise), with Gymnasium's own ``TransformObservation``.
+
+Measured (default arguments, 2 CPU cores shared with other work, 2026-11-24): 100,000 steps in 2,058 s
+(49 steps/s: sb3-contrib's stock masked distribution builds one Categorical per action dimension, 57 of them;
+``revolution train`` uses a faster one); win rate against two random opponents over 200 games: 0.95 (chance 0.33).
 """
 
 from __future__ import annotations
