@@ -114,11 +114,11 @@ def test_every_bid_the_bid_mode_allows_is_reachable_by_its_sequence(seed, player
         bid = space.sample(bid_env.observe(agent)["action_mask"])
         counts = core.codec.bid_counts(bid, core.game.tokens[seat])
         sequence = core.tokens.sequence(counts)
-        for a in sequence:
+        for i, a in enumerate(sequence):
             assert tok_env.observe(agent)["action_mask"][a], (sequence, a)
-            core._building[seat, a % core.codec.T, a // core.codec.T] += 1
-            core._last[seat] = a
+            complete = core._place(seat, a)  # the token, without handing the bid in
             core._masks = [None] * players
+            assert complete == (i == len(sequence) - 1)
         assert (core._building[seat] == counts).all()
         core._building[seat], core._last[seat] = 0, -1  # undo, for the next draw
         core._masks = [None] * players

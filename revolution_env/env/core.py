@@ -82,7 +82,8 @@ class Core:
         # the token mode (tokens.py): a Discrete action; each seat's bid is built in _building, token by token
         self.tokens = TokenCodec(self.codec) if config.action_mode == "tokens" else None
         self.obs_layout = ObservationLayout(self.codec, building=self.tokens is not None)
-        self._base_size = ObservationLayout(self.codec).size if self.tokens else self.obs_layout.size
+        features = self.obs_layout.features  # the bid mode's vector, without the bid under construction:
+        self._base_size = features["bid_building"].start if self.tokens else self.obs_layout.size
         self.agents = [f"player_{i}" for i in range(self.layout.players)]
         self.seat_of = {a: i for i, a in enumerate(self.agents)}
         self.game: Game | None = None
