@@ -385,12 +385,18 @@ def play_in_pty(args: list[str], answer, timeout: float = 120.0) -> tuple[int, s
             os.execve(sys.executable, [sys.executable, "-m", "revolution_env", "play", *args], ENV)
         finally:
             os._exit(127)
-    screen, since = "", 0
+    screen, since, interrupt_at = "", 0, None
     deadline = time.time() + timeout
     try:
         while time.time() < deadline:
             ready, _, _ = select.select([fd], [], [], 1.0)
             if not ready:
+                # A Ctrl-C typed as the prompt appears can come before input() starts its read, which then waits
+                # for a line (CPython's readline checks signals only when a read is interrupted): a person would
+                # press it again, and the second one interrupts the read.
+                if interrupt_at is not None and time.time() - interrupt_at > 3.0:
+                    os.write(fd, b"\x03")
+                    interrupt_at = time.time()
                 continue
             try:
                 data = os.read(fd, 65536)
@@ -405,12 +411,26 @@ def play_in_pty(args: list[str], answer, timeout: float = 120.0) -> tuple[int, s
                 since = len(screen)
                 if typed:
                     os.write(fd, typed)
+                    interrupt_at = time.time() if typed == b"\x03" else None
         else:
             raise AssertionError(f"the game did not end in {timeout} s:\n{screen[-2000:]}")
     finally:
-        _, status = os.waitpid(pid, 0)
+        status = reap(pid, within=10.0)
         os.close(fd)
     return os.waitstatus_to_exitcode(status), screen
+
+
+def reap(pid: int, within: float) -> int:
+    """The wait status of child ``pid``, killed if it is still running after ``within`` seconds: a failed test must
+    not wait for it forever."""
+    deadline = time.time() + within
+    while time.time() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    return os.waitpid(pid, 0)[1]
 
 
 class HostileTypist:
