@@ -235,3 +235,14 @@ def test_bad_input_in_the_token_mode():
     agent = terminating.agent_selection
     terminating.step(int(np.flatnonzero(terminating.observe(agent)["action_mask"] == 0)[-1]))
     assert terminating.rewards[agent] == -1 and terminating.infos[agent]["illegal_action"] == 1
+
+
+@pytest.mark.parametrize("players", [2, 3, 4])
+def test_the_random_agent_plays_whole_games_token_by_token(players):
+    from revolution_env.agents.base import RandomAgent
+    from revolution_env.agents.runner import play_game
+
+    options = {"players": players, "action_mode": "tokens", "illegal": "raise"}
+    first = play_game([RandomAgent(**options) for _ in range(players)], options, seed=5, record=True)
+    again = play_game([RandomAgent(**options) for _ in range(players)], options, seed=5, record=True)
+    assert first.players == players and first.to_dict() == again.to_dict()  # to the end, legally, reproducibly

@@ -82,17 +82,21 @@ class Agent:
 
 
 class RandomAgent(Agent):
-    """Uniform over the mask: each token to a uniformly random legal target; a uniform legal choice."""
+    """Uniform over the mask: each token to a uniformly random legal target; a uniform legal choice. In the token
+    mode (``action_mode="tokens"``), a uniform legal action, token after token."""
 
     name = "random"
 
     def __init__(self, **env_options: Any) -> None:
         super().__init__(**env_options)
         self._space = MaskedMultiDiscrete(self.codec.nvec)
+        self._tokens = env_options.get("action_mode") == "tokens"
 
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
         self._space.seed(seed)
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
+        if self._tokens:
+            return np.int64(self.rng.choice(np.flatnonzero(observation["action_mask"])))
         return self._space.sample(observation["action_mask"])
