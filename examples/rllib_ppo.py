@@ -8,8 +8,12 @@ package's masked PPO module keeps every action within the environment's mask.
 The env goes in as RLlib's PettingZoo docs show (``register_env`` + ``ParallelPettingZooEnv``); the policy is
 RLlib's default PPO network on the observation vector (``MaskedPPOTorchRLModule``). Before and after training,
 the module plays seat after seat against ``random`` bots in the package's own game loop (``RLModuleAgent``,
-``play_game``), greedily. With Ray running (``ray start --head``; ``--num-env-runners N``) the same script samples
-on other machines.
+``play_game``), greedily.
+
+Ray runs locally by default (``ray.init()``, two env runners sampling games beside the learner). On a cluster:
+``ray start --head`` on one machine, ``ray start --address=HEAD_IP:6379`` on each other one, then this script on
+the head with ``--address auto`` (or ``--address HEAD_IP:6379``) and as many ``--num-env-runners`` as the cluster
+has cores to spare: the games are sampled all over it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import ray
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -48,15 +53,16 @@ def main() -> None:
     parser.add_argument("--action-mode", default="bid", choices=("bid", "tokens"))
     parser.add_argument("--iterations", type=int, default=60, help="PPO iterations (4,000 env steps each)")
     parser.add_argument("--eval-games", type=int, default=200, help="games against random, before and after")
-    parser.add_argument("--num-env-runners", type=int, default=0, help="sampling actors (0: in this process)")
+    parser.add_argument("--num-env-runners", type=int, default=2, help="sampling actors (0: in this process)")
+    parser.add_argument("--address", help="a running Ray cluster to join ('auto', or HEAD_IP:6379); default: local")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--smoke", action="store_true", help="one iteration of 512 steps, 4 games before and after")
     args = parser.parse_args()
     batch = 4000
     if args.smoke:
         args.iterations, args.eval_games, batch = 1, 4, 512
-    if args.iterations < 1 or args.eval_games < 1:
-        parser.error("--iterations and --eval-games must be at least 1")
+    if args.iterations < 1 or args.eval_games < 1 or args.num_env_runners < 0:
+        parser.error("--iterations and --eval-games must be at least 1, --num-env-runners at least 0")
 
     options = {"players": args.players, "action_mode": args.action_mode}
     register_env("revolution", lambda config: ParallelPettingZooEnv(revolution_env.parallel_env(**config)))
@@ -75,6 +81,7 @@ def main() -> None:
         )
         .debugging(seed=args.seed)
     )
+    ray.init(address=args.address)
     algo = config.build_algo()
     try:
         before = win_rate(algo.get_module("shared"), options, args.eval_games)
