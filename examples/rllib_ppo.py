@@ -14,6 +14,10 @@ Ray runs locally by default (``ray.init()``, two env runners sampling games besi
 ``ray start --head`` on one machine, ``ray start --address=HEAD_IP:6379`` on each other one, then this script on
 the head with ``--address auto`` (or ``--address HEAD_IP:6379``) and as many ``--num-env-runners`` as the cluster
 has cores to spare: the games are sampled all over it.
+
+Measured (default arguments, 2 CPU cores shared with other runs, 2026-11-24): 12 iterations, 48,000 env steps
+(1,343 games) in 612 s (about 20 s an iteration when the cores are free); win rate against two random bots over
+200 games, greedy, seat rotating: 0.38 before training (chance 0.33), 0.85 after.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--players", type=int, default=3, choices=(2, 3, 4))
     parser.add_argument("--action-mode", default="bid", choices=("bid", "tokens"))
-    parser.add_argument("--iterations", type=int, default=60, help="PPO iterations (4,000 env steps each)")
+    parser.add_argument("--iterations", type=int, default=12, help="PPO iterations (4,000 env steps each)")
     parser.add_argument("--eval-games", type=int, default=200, help="games against random, before and after")
     parser.add_argument("--num-env-runners", type=int, default=2, help="sampling actors (0: in this process)")
     parser.add_argument("--address", help="a running Ray cluster to join ('auto', or HEAD_IP:6379); default: local")
@@ -69,7 +73,8 @@ def main() -> None:
     config = (
         PPOConfig()
         .environment("revolution", env_config=options)
-        .env_runners(num_env_runners=args.num_env_runners)
+        # a runner's share of a batch can take minutes on a busy machine: wait for it (RLlib drops late samples)
+        .env_runners(num_env_runners=args.num_env_runners, sample_timeout_s=600)
         .training(
             train_batch_size_per_learner=batch, minibatch_size=batch // 8, num_epochs=4, lr=3e-4, entropy_coeff=0.01
         )
@@ -88,10 +93,11 @@ def main() -> None:
         print(f"before training: win rate against random {before:.2f} (chance {1 / args.players:.2f})", flush=True)
         start = time.time()
         for i in range(1, args.iterations + 1):
-            runners = algo.train()["env_runners"]
+            result = algo.train()  # an iteration whose runners sent nothing in time has no "env_runners" entry
+            games = result.get("env_runners", {}).get("num_episodes_lifetime", 0)
             print(
-                f"iteration {i:>3}: env steps {runners['num_env_steps_sampled_lifetime']:>9,.0f}  "
-                f"games {runners.get('num_episodes_lifetime', 0):>6,.0f}  {time.time() - start:7.0f} s",
+                f"iteration {i:>3}: env steps {result.get('num_env_steps_sampled_lifetime', 0):>9,.0f}  "
+                f"games {games:>6,.0f}  {time.time() - start:7.0f} s",
                 flush=True,
             )
         after = win_rate(algo.get_module("shared"), options, args.eval_games)

@@ -12,7 +12,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
-NEEDS = {"sb3_maskable_ppo": "sb3_contrib", "tianshou_dqn": "tianshou", "rllib_ppo": "ray.rllib"}
+NEEDS = {
+    "sb3_maskable_ppo": "sb3_contrib",
+    "tianshou_dqn": "tianshou",
+    "torchrl_mappo": "torchrl",
+    "rllib_ppo": "ray.rllib",
+}
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
