@@ -33,22 +33,8 @@ from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
 from ray.tune.registry import register_env
 
 import revolution_env
-from revolution_env.agents.base import RandomAgent
-from revolution_env.agents.runner import play_game
+from revolution_env.agents.runner import win_share
 from revolution_env.interop.rllib import MaskedPPOTorchRLModule, RLModuleAgent
-
-
-def win_rate(module, options: dict, games: int) -> float:
-    """The module's mean win share against random bots, its seat rotating game by game."""
-    players = options["players"]
-    bot = RLModuleAgent(module, **options)
-    total = 0.0
-    for game in range(games):
-        seat = game % players
-        seats = [RandomAgent(**options) for _ in range(players)]
-        seats[seat] = bot
-        total += play_game(seats, options, seed=10_000 + game).win_share(seat)
-    return total / games
 
 
 def main() -> None:
@@ -89,7 +75,7 @@ def main() -> None:
     ray.init(address=args.address)
     algo = config.build_algo()
     try:
-        before = win_rate(algo.get_module("shared"), options, args.eval_games)
+        before = win_share(RLModuleAgent(algo.get_module("shared"), **options), options, args.eval_games, seed=10_000)
         print(f"before training: win rate against random {before:.2f} (chance {1 / args.players:.2f})", flush=True)
         start = time.time()
         for i in range(1, args.iterations + 1):
@@ -100,7 +86,7 @@ def main() -> None:
                 f"games {games:>6,.0f}  {time.time() - start:7.0f} s",
                 flush=True,
             )
-        after = win_rate(algo.get_module("shared"), options, args.eval_games)
+        after = win_share(RLModuleAgent(algo.get_module("shared"), **options), options, args.eval_games, seed=10_000)
         print(f"after {args.iterations} iterations: win rate against random {after:.2f} (before {before:.2f})")
     finally:
         algo.stop()

@@ -38,8 +38,8 @@ except ImportError:
     from torchrl.collectors import SyncDataCollector as Collector
 
 import revolution_env
-from revolution_env.agents.base import Agent, RandomAgent
-from revolution_env.agents.runner import play_game
+from revolution_env.agents.base import Agent
+from revolution_env.agents.runner import win_share
 
 GROUP = "player"
 OBS, MASK = (GROUP, "observation", "observation"), (GROUP, "action_mask")
@@ -78,17 +78,6 @@ class PolicyAgent(Agent):
         mask = torch.as_tensor(observation["action_mask"], dtype=torch.bool)
         probs = torch.softmax(torch.where(mask, logits, torch.finfo(logits.dtype).min), -1)
         return int(torch.multinomial(probs, 1, generator=self.generator))
-
-
-def win_rate(net: nn.Module, players: int, games: int) -> float:
-    options = {"players": players, "action_mode": "tokens"}
-    bot, total = PolicyAgent(net, **options), 0.0
-    for game in range(games):
-        seat = game % players
-        seats = [RandomAgent(**options) for _ in range(players)]
-        seats[seat] = bot
-        total += play_game(seats, options, seed=10_000 + game).win_share(seat)
-    return total / games
 
 
 def main() -> None:
@@ -135,7 +124,7 @@ def main() -> None:
     buffer = ReplayBuffer(storage=LazyTensorStorage(args.batch), sampler=SamplerWithoutReplacement(),
                           batch_size=max(args.batch // 8, 1))  # fmt: skip
 
-    before = win_rate(policy_net, args.players, args.eval_games)
+    before = win_share(PolicyAgent(policy_net, **options), options, args.eval_games, seed=10_000)
     print(f"before training: win rate against random {before:.2f} (chance {1 / args.players:.2f})", flush=True)
     start, frames = time.time(), 0
     for data in collector:
@@ -156,7 +145,7 @@ def main() -> None:
         frames += data.numel()
         print(f"env steps {frames:>9,}  {time.time() - start:7.0f} s", flush=True)
     collector.shutdown()
-    after = win_rate(policy_net, args.players, args.eval_games)
+    after = win_share(PolicyAgent(policy_net, **options), options, args.eval_games, seed=10_000)
     print(f"after {frames:,} env steps: win rate against random {after:.2f} (before {before:.2f})")
 
 

@@ -448,3 +448,19 @@ def test_the_table_is_printed_in_full_when_not_on_a_terminal():
     assert "…" not in out.stdout
     assert "| agent | games | win rate | 95% CI | mean support | mean margin | rating (mu ± sigma) |" in out.stdout
     assert "head to head" in out.stdout
+
+
+def test_win_share_rotates_the_seat_and_is_reproducible():
+    from revolution_env.agents.heuristics import ValueBot
+    from revolution_env.agents.runner import play_game, win_share
+
+    options = {"players": 3}
+    bot = ValueBot(**options)
+    share = win_share(bot, options, games=6, seed=40)
+    assert share == win_share(bot, options, games=6, seed=40)
+    by_hand = [play_game([bot if s == g % 3 else RandomAgent(**options) for s in range(3)], options, seed=40 + g)
+               for g in range(6)]  # fmt: skip
+    assert share == sum(r.win_share(g % 3) for g, r in enumerate(by_hand)) / 6
+    assert share > 0.5  # value against two random bots
+    with pytest.raises(ValueError, match="games: expected at least 1, got 0"):
+        win_share(bot, options, games=0)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..engine.scenario import export_game
 from ..env import env as make_env
-from .base import Agent
+from .base import Agent, RandomAgent
 
 # on_step(env, agent, observation, info, action): after each decision, with what the agent saw before it
 OnStep = Callable[[Any, str, dict[str, np.ndarray], dict[str, Any], np.ndarray], None]
@@ -182,3 +182,26 @@ def play_game(
     ``seed``. ``names`` label the seats in the result (default: each agent's ``name``); ``record`` keeps the game
     as a scenario in the result."""
     return GameRunner(agents_by_seat, env_options, names).play(seed, record=record)
+
+
+def win_share(
+    agent: Agent,
+    env_options: Mapping[str, Any],
+    games: int,
+    opponent: Callable[[], Agent] | None = None,
+    seed: int = 0,
+) -> float:
+    """``agent``'s mean win share (:meth:`GameResult.win_share`) over ``games`` games, its seat rotating game by
+    game, every other seat held by ``opponent()`` (default: a random bot); game ``i`` is played with seed
+    ``seed + i``. For a quick figure from a script; tournaments with intervals are :mod:`revolution_env.evaluation`'s."""
+    if games < 1:
+        raise ValueError(f"games: expected at least 1, got {games}")
+    options = dict(env_options)
+    players = options.get("players", 3)
+    make = opponent or (lambda: RandomAgent(**options))
+    total = 0.0
+    for game in range(games):
+        seat = game % players
+        seats = [agent if s == seat else make() for s in range(players)]
+        total += play_game(seats, options, seed=seed + game).win_share(seat)
+    return total / games
