@@ -11,7 +11,7 @@ from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
 from ray.tune.registry import register_env
 
 import revolution_env
-from revolution_env.interop.rllib import MaskedPPOTorchRLModule
+from revolution_env.interop.rllib import MaskedPPOTorchRLModule, RLModuleAgent
 
 register_env("revolution", lambda config: ParallelPettingZooEnv(revolution_env.parallel_env(**config)))
 config = (
