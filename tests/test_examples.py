@@ -13,16 +13,18 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 NEEDS = {
-    "sb3_maskable_ppo": "sb3_contrib",
-    "tianshou_dqn": "tianshou",
-    "torchrl_mappo": "torchrl",
-    "rllib_ppo": "ray.rllib",
+    "sb3_maskable_ppo": ("sb3_contrib",),
+    "supersuit_vec": ("supersuit", "sb3_contrib"),
+    "tianshou_dqn": ("tianshou",),
+    "torchrl_mappo": ("torchrl",),
+    "rllib_ppo": ("ray.rllib",),
 }
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_runs(path):
-    pytest.importorskip(NEEDS.get(path.stem, "torch"), reason=f"{path.name} needs {NEEDS.get(path.stem, 'torch')}")
+    for module in NEEDS.get(path.stem, ("torch",)):
+        pytest.importorskip(module, reason=f"{path.name} needs {module}")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, str(path), "--smoke"], capture_output=True, text=True, timeout=300,
                           cwd=ROOT, env=env)  # fmt: skip

@@ -64,3 +64,64 @@ def test_tianshou_pettingzoo_env_plays_whole_games_in_the_token_mode(players):
         steps, rewards = _tianshou_game(env, rng)
         assert steps > 20 and max(rewards) == 1.0  # a whole game, someone won (no illegal action's -1 and 0s)
         assert sorted(rewards)[0] == -1.0 and 0.0 not in rewards
+
+
+def _supersuit_venv(players: int, games: int, **options):
+    """SuperSuit's documented path to SB3 (pettingzoo_env_to_vec_env_v1, concat_vec_envs_v1), masks added."""
+    ss = pytest.importorskip("supersuit")
+    pytest.importorskip("sb3_contrib")
+    from training.sb3_pettingzoo import VecActionMasks
+
+    venv = ss.pettingzoo_env_to_vec_env_v1(revolution_env.parallel_env(players=players, illegal="raise", **options))
+    return VecActionMasks(ss.concat_vec_envs_v1(venv, games, num_cpus=0, base_class="stable_baselines3"))
+
+
+@pytest.mark.parametrize("players", [2, 3, 4])
+@pytest.mark.parametrize("action_mode", ["bid", "tokens"])
+def test_supersuit_vec_env_hands_maskable_ppo_the_masks_of_every_seat(players, action_mode):
+    """Each seat is a sub-env; MaskablePPO's own mask lookup (has_attr, env_method) gets the observations' masks,
+    and actions drawn within them play whole games to the end (illegal="raise": none is illegal)."""
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+
+    venv = _supersuit_venv(players, games=2, action_mode=action_mode)
+    assert venv.num_envs == 2 * players and is_masking_supported(venv)
+    obs = venv.reset()
+    finished = 0
+    for _ in range(3000):
+        masks = get_action_masks(venv)
+        assert masks.dtype == bool and np.array_equal(masks, obs["action_mask"].astype(bool))
+        assert masks.shape == (venv.num_envs, obs["action_mask"].shape[1])
+        obs, rewards, dones, _ = venv.step(np.stack([venv.action_space.sample(mask=m.astype(np.int8)) for m in masks]))
+        dones = np.asarray(dones, dtype=bool)  # SuperSuit gives 0/1 integers
+        assert np.all(rewards[dones] != 0)  # every seat of a finished game scored (won or lost)
+        finished += int(dones.sum())
+        if finished >= 2 * players:
+            break
+    assert finished == 2 * players  # two whole games, every seat of a game done at the same step
+
+
+def test_vec_action_masks_refuses_observations_without_masks():
+    pytest.importorskip("sb3_contrib")
+    import gymnasium
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from training.sb3_pettingzoo import VecActionMasks
+
+    with pytest.raises(ValueError, match="action_mask"):
+        VecActionMasks(DummyVecEnv([lambda: gymnasium.make("CartPole-v1")]))
+
+
+def test_maskable_ppo_trains_on_the_supersuit_vec_env_and_plays_games_as_an_agent():
+    """The example's recipe, small: MaskablePPO's stock MultiInputPolicy over every seat, no action outside the
+    masks (illegal="raise"), then the model seated in the package's game loop by SB3ModelAgent."""
+    venv = _supersuit_venv(3, games=2)
+    from sb3_contrib import MaskablePPO
+
+    from revolution_env.agents.runner import win_share
+    from training.sb3_pettingzoo import SB3ModelAgent
+
+    model = MaskablePPO("MultiInputPolicy", venv, n_steps=32, batch_size=64, n_epochs=1, verbose=0)
+    model.learn(total_timesteps=2 * 32 * venv.num_envs)
+    assert model.num_timesteps == 2 * 32 * venv.num_envs
+    share = win_share(SB3ModelAgent(model, players=3), {"players": 3}, games=3)
+    assert 0.0 <= share <= 1.0
