@@ -125,3 +125,32 @@ def test_maskable_ppo_trains_on_the_supersuit_vec_env_and_plays_games_as_an_agen
     assert model.num_timesteps == 2 * 32 * venv.num_envs
     share = win_share(SB3ModelAgent(model, players=3), {"players": 3}, games=3)
     assert 0.0 <= share <= 1.0
+
+
+def test_torchrl_probabilistic_actor_with_the_packages_masked_multicategorical_plays_the_bid_mode():
+    """TorchRL's ProbabilisticActor takes MaskedMultiCategorical as its distribution_class (the TorchRL example's
+    actor): every sampled bid keeps to the masks (illegal="raise") through a whole game, and log-probs are finite."""
+    pytest.importorskip("torchrl")
+    import torch
+    from tensordict.nn import TensorDictModule
+    from torchrl.envs.libs.pettingzoo import PettingZooWrapper
+    from torchrl.modules import ProbabilisticActor
+
+    from revolution_env.interop.torch import MaskedMultiCategorical
+
+    par = revolution_env.parallel_env(players=3, illegal="raise")
+    nvec = par.action_space("player_0").nvec.tolist()
+    env = PettingZooWrapper(par, use_mask=True, seed=0)
+    n_obs = env.observation_spec["player", "observation", "observation"].shape[-1]
+    torch.manual_seed(0)
+    net = TensorDictModule(torch.nn.Linear(n_obs, sum(nvec)), in_keys=[("player", "observation", "observation")],
+                           out_keys=[("player", "logits")])  # fmt: skip
+    actor = ProbabilisticActor(net, in_keys={"logits": ("player", "logits"), "masks": ("player", "action_mask")},
+                               out_keys=[("player", "action")], distribution_class=MaskedMultiCategorical,
+                               distribution_kwargs={"nvec": nvec}, return_log_prob=True,
+                               log_prob_key=("player", "action_log_prob"))  # fmt: skip
+    with torch.no_grad():
+        rollout = env.rollout(500, policy=actor, break_when_any_done=True)
+    assert rollout["next", "done"][-1].all()  # a whole game, no IllegalActionError on the way
+    assert torch.isfinite(rollout["player", "action_log_prob"]).all()
+    assert rollout["player", "action"].shape[-2:] == (3, len(nvec))

@@ -32,7 +32,7 @@ def test_samples_keep_to_the_mask_and_log_probs_are_the_masked_softmax():
     for _ in range(5):
         actions = dist.sample()
         assert masks[np.arange(len(masks))[:, None], offsets + actions.numpy()].all()
-    actions = dist.mode()
+    actions = dist.mode
     expected = torch.zeros(len(masks))
     for d, (start, n) in enumerate(zip(offsets, nvec)):
         block = logits[:, start : start + n].masked_fill(
@@ -41,6 +41,10 @@ def test_samples_keep_to_the_mask_and_log_probs_are_the_masked_softmax():
         expected += torch.log_softmax(block, -1).gather(1, actions[:, d : d + 1]).squeeze(1)
     assert torch.allclose(dist.log_prob(actions), expected, atol=1e-4)
     assert torch.isfinite(dist.entropy()).all() and (dist.entropy() >= 0).all()
+    # a torch Distribution (what TorchRL's ProbabilisticActor takes), sample shapes as torch's
+    assert isinstance(dist, torch.distributions.Distribution) and dist.event_shape == (len(nvec),)
+    assert dist.batch_shape == (len(masks),) and dist.sample((4,)).shape == (4, len(masks), len(nvec))
+    assert torch.equal(dist.deterministic_sample, dist.mode)
 
 
 def test_it_agrees_with_sb3_contribs_distribution():

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from torch.distributions import Categorical
+from torch.distributions import Categorical, Distribution
 
 MASKED = -1e8
 
@@ -33,8 +33,14 @@ class MaskedCategorical(Categorical):
         super().__init__(logits=torch.where(mask, logits, torch.full_like(logits, MASKED)))
 
 
-class MaskedMultiCategorical:
-    """Independent masked categoricals, one per dimension of a ``MultiDiscrete(nvec)`` action."""
+class MaskedMultiCategorical(Distribution):
+    """Independent masked categoricals, one per dimension of a ``MultiDiscrete(nvec)`` action: a
+    ``torch.distributions.Distribution`` with event shape ``(len(nvec),)``, so that TorchRL's ``ProbabilisticActor``
+    takes it as its ``distribution_class`` (``distribution_kwargs={"nvec": nvec}``, in-keys ``logits`` and
+    ``masks``)."""
+
+    arg_constraints: dict = {}
+    has_rsample = False
 
     def __init__(self, logits: torch.Tensor, masks: torch.Tensor, nvec: Sequence[int]) -> None:
         nvec = torch.as_tensor(list(nvec), dtype=torch.long, device=logits.device)
@@ -55,12 +61,19 @@ class MaskedMultiCategorical:
         self.dist = Categorical(
             logits=torch.where(allowed, logits[..., index], torch.full_like(logits[..., index], MASKED))
         )
+        super().__init__(logits.shape[:-1], torch.Size([len(nvec)]), validate_args=False)
 
-    def sample(self) -> torch.Tensor:
-        return self.dist.sample()
+    def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:  # noqa: B008 (torch's signature)
+        with torch.no_grad():
+            return self.dist.sample(sample_shape)
 
+    @property
     def mode(self) -> torch.Tensor:
         return self.dist.probs.argmax(-1)
+
+    @property
+    def deterministic_sample(self) -> torch.Tensor:  # what TorchRL plays in its deterministic mode
+        return self.mode
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
         return self.dist.log_prob(actions).sum(-1)
