@@ -13,8 +13,15 @@ seat. The reward is the env's (+1 to every winner, -1 to the others, at the end)
 
 Measured (default arguments, 2 CPU cores shared with other runs, 2026-11-24): 5 epochs, 50,000 env steps in
 1,062 s; the greedy learner's win rate over 100 test games went 0.00 (before), 0.01, 0.16, 0.18, 0.25, 0.04: this
-stock DQN does not yet learn the game (a reward only at the end of games of about 150 token steps; raw counts as
-observations). The path works; the recipe needs tuning.
+stock DQN does not learn the game at this budget. Why (read off Tianshou 2.0's ``marl.py``): the replay buffer holds
+every seat's steps interleaved, and each agent's n-step target runs over the next n steps of the buffer, whoever
+took them. Here a player takes about ten steps in a row (one per token), then the others take theirs, so the
+learner's targets bootstrap on other seats' observations, and the final reward (+1/-1 at the end of a game of about
+500 steps) reaches only the learner steps that lie within n steps of the end. Monte Carlo targets (a horizon longer
+than a game, gamma 0.999, observations divided by the layout's ``scale``) did no better: win rate 0.00 after
+30,000 steps (about 60 games); the collector makes about 160 env steps/s here, so the thousands of games a policy
+needs to beat random (``cleanrl_ppo.py``) take hours. Tianshou's path works (masks, whole games, the learner's
+rewards); learning through it is still to find.
 """
 
 from __future__ import annotations
