@@ -86,3 +86,59 @@ def test_a_short_pfsp_run_records_results_and_draws_the_matrix(tmp_path):
     assert set(data["results"]) >= {"random", "value"}
     assert data["history"] and (out / "league.png").exists()
     assert json.loads((out / "state.json").read_text())["config"]["opponent_sampling"] == "pfsp"
+
+
+def test_exploiters_join_the_league_reach_the_readers_and_roll_back(tmp_path):
+    folder = tmp_path / "league"
+    league = League(folder, max_snapshots=4)
+    policy = untrained_checkpoint(tmp_path, players=3)
+    league.add(read_checkpoint(policy), 100)
+    for step in (100, 200, 300):
+        league.add_exploiter(policy, step, max_exploiters=2)
+    data = read_league_file(folder)
+    names = ["exploiter_000000000200.pt", "exploiter_000000000300.pt"]
+    assert [e["file"] for e in data["exploiters"]] == names  # the newest two
+    assert not (folder / "exploiter_000000000100.pt").exists() and all((folder / n).exists() for n in names)
+    league.record(["snapshot_000000000100.pt", "value"], 1.0)  # beats those; never met the exploiters
+    league.publish()
+    reader = LeagueReader(folder, ["value"], {"players": 3}, p_latest=0.0, sampling="pfsp")
+    rng = np.random.default_rng(2)
+    drawn = Counter(reader.sample(rng, 0)[0] for _ in range(300))
+    assert set(drawn) == set(names)  # weight (1 - 0)^2 each, the members it beats 0
+    assert reader.sample(np.random.default_rng(3), 0)[1].name != "value"  # a policy agent, loaded from the file
+    league.rollback(250)
+    assert [e["file"] for e in read_league_file(folder)["exploiters"]] == names[:1]
+    assert not (folder / names[1]).exists()
+    # uniform sampling does not draw exploiters: they are members under PFSP only
+    rng = np.random.default_rng(4)
+    assert {choose_opponent(rng, ["s"], ["value"], 0.3, 0.3, None, "hard", ["e"])[1] for _ in range(100)} == {
+        "s",
+        "value",
+    }
+
+
+def test_exploiters_need_pfsp(tmp_path):
+    from training.config import TrainConfig
+
+    with pytest.raises(ValueError, match="exploiter_every: exploiters join the league under opponent_sampling: pfsp"):
+        TrainConfig(exploiter_every=1000, opponent_sampling="uniform")
+    with pytest.raises(ValueError, match="exploiter_steps: expected a positive integer"):
+        TrainConfig(exploiter_steps=0)
+
+
+def test_a_short_run_trains_an_exploiter_and_meets_it(tmp_path):
+    out = tmp_path / "run"
+    config = write_config(tmp_path, opponent_sampling="pfsp", heuristics=["random"], p_latest=0.2, p_past=0.4,
+                          p_heuristics=0.4, eval_every=0, total_steps=512, exploiter_every=192, exploiter_steps=64,
+                          max_exploiters=1)  # fmt: skip
+    proc = train_cli("--config", str(config), "--out", str(out))
+    log, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, log
+    assert log.count("exploiter trained (64 steps)") == 2, log  # at 192 and 384
+    data = read_league_file(out / "league")
+    assert [e["file"] for e in data["exploiters"]] == ["exploiter_000000000384.pt"]  # max_exploiters: 1
+    report = json.loads((out / "exploiters" / "000000000192" / "run" / "exploit.json").read_text())
+    assert report["steps"] == 64 and report["final"]["games"] == 3
+    assert read_checkpoint(out / "exploiters" / "000000000192" / "target.pt")["step"] == 192
+    met = {name for name in data["results"] if name.startswith("exploiter_")}
+    assert met  # the learner played against its exploiters

@@ -159,6 +159,38 @@ def test_sigterm_to_the_process_group_saves_exits_143_and_resumes(tmp_path, back
     assert read_state(out)["step"] == state["step"] + 64
 
 
+def test_sigterm_while_an_exploiter_trains_drops_it_saves_the_run_and_exits_143(tmp_path):
+    out = tmp_path / "run"
+    config = write_config(tmp_path, n_envs=2, total_steps=100_000, eval_every=0, opponent_sampling="pfsp",
+                          heuristics=["random"], p_latest=0.2, p_past=0.4, p_heuristics=0.4, exploiter_every=128,
+                          exploiter_steps=20_000)  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "revolution_env", "train", "--no-progress", "--config",
+                             str(config), "--out", str(out)], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    try:
+        lines = []
+        for line in proc.stdout:  # the learner pauses at step 128 for an exploiter that would take a long time
+            lines.append(line)
+            if "training an exploiter" in line:
+                break
+        exploiter = out / "exploiters" / "000000000128" / "run"
+        deadline = time.time() + 90
+        while read_state(exploiter) is None:  # it has trained and saved a little
+            assert time.time() < deadline and proc.poll() is None, "".join(lines)
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGTERM)
+        log, _ = proc.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    log = "".join(lines) + log
+    assert proc.returncode == 143 and "Traceback" not in log, log
+    assert "exploiter interrupted and dropped" in log and "saved in" in log, log
+    assert not (out / "exploiters" / "000000000128").exists()
+    assert read_state(out)["step"] >= 128 and League(out / "league", max_snapshots=2).exploiters == []
+    wait_group_gone(proc.pid)
+
+
 def test_an_env_worker_killed_alone_ends_the_run_with_a_save_and_one_line(tmp_path):
     out = tmp_path / "run"
     config = write_config(tmp_path, n_envs=2, total_steps=100_000, eval_every=0, env_backend="subprocess")

@@ -121,6 +121,15 @@ class TrainConfig:
     ``variance`` p(1-p), ``even`` 1."""
     pfsp_window: int = 100
     """The learner's last games against a member that its PFSP win rate counts."""
+    exploiter_every: int = 0
+    """Every this many steps, pause and train an exploiter: a fresh best response to the learner's latest
+    snapshot (``revolution exploit``'s method, ``exploiter_steps`` steps, in ``<out>/exploiters/``), then add it to
+    the league, where PFSP weighs it like every member (AlphaStar's main exploiters: they find the learner's
+    weaknesses, and the learner then trains against them). 0: no exploiters. Needs ``opponent_sampling: pfsp``."""
+    exploiter_steps: int = 50_000
+    """Training steps of each exploiter."""
+    max_exploiters: int = 3
+    """Exploiters kept in the league: past the cap the oldest goes."""
 
     # --- evaluation and saving -----------------------------------------------------------------------------------
     eval_every: int = 20_000
@@ -306,6 +315,9 @@ CHECKS = {
     "opponent_sampling": _one_of("uniform", "pfsp"),
     "pfsp_weighting": _one_of("hard", "linear", "variance", "even"),
     "pfsp_window": _positive_int,
+    "exploiter_every": _non_negative_int,
+    "exploiter_steps": _positive_int,
+    "max_exploiters": _positive_int,
     "eval_every": _non_negative_int,
     "eval_games": _positive_int,
     "eval_opponents": _optional_specs,
@@ -329,6 +341,8 @@ def check(config: TrainConfig) -> None:
     total = config.p_latest + config.p_past + config.p_heuristics
     if abs(total - 1.0) > 1e-6:
         raise ValueError(f"p_latest, p_past, p_heuristics: expected to sum to 1, got {total:g}")
+    if config.exploiter_every and config.opponent_sampling != "pfsp":
+        raise ValueError("exploiter_every: exploiters join the league under opponent_sampling: pfsp only")
     if config.players == 2 and config.bid_refunds is False:
         raise ValueError("bid_refunds: the two-player variant always plays with Bid Refunds")
     if config.first_edition and config.env_backend == "vector":

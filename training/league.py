@@ -21,6 +21,11 @@ table, and ``f`` favours what the learner loses to: ``hard`` ``(1 - p)^2``, ``li
 first. Until the first snapshot exists, every seat gets a heuristic. Snapshot opponents sample their actions from
 their masked policy (not argmax), so they are as varied as the learner that made them.
 
+**Exploiters** (``exploiter_every``, PFSP only): every so often the training pauses and trains a fresh best response
+to the learner as it is (``training.exploit``), which joins the league as ``exploiter_<step>.pt`` (the newest
+``max_exploiters`` are kept). PFSP weighs an exploiter like any member, so the learner meets most often the
+exploiters that still beat it: AlphaStar's main exploiters, which look for the main agent's weaknesses.
+
 **Results.** The training process records the learner's result against every opponent at the table
 (:meth:`League.record`) and writes them into ``league.json`` with the snapshots; the readers weigh by them. At
 every snapshot the win rates are also appended to the league's history, the rows of the win-rate matrix that
@@ -42,7 +47,7 @@ import numpy as np
 from revolution_env.agents.base import Agent
 from revolution_env.agents.loading import load_agent
 
-from .checkpoint import atomic_write_json, save_checkpoint
+from .checkpoint import atomic_write, atomic_write_json, save_checkpoint
 from .policy import load_policy_agent
 
 LEAGUE_FILE = "league.json"
@@ -60,22 +65,26 @@ def snapshot_name(step: int) -> str:
     return f"snapshot_{step:012d}.pt"
 
 
-SNAPSHOT_NAME = re.compile(r"snapshot_\d{12}\.pt")
+def exploiter_name(step: int) -> str:
+    return f"exploiter_{step:012d}.pt"
 
 
-def _snapshot_entry(entry: Any) -> dict[str, Any]:
-    """A snapshot of league.json, checked: its file is a snapshot's name in the league folder, never a path
-    elsewhere (the league deletes the files it drops)."""
+MEMBER_NAMES = {"snapshot": re.compile(r"snapshot_\d{12}\.pt"), "exploiter": re.compile(r"exploiter_\d{12}\.pt")}
+
+
+def _member_entry(entry: Any, kind: str = "snapshot") -> dict[str, Any]:
+    """A snapshot (or exploiter) of league.json, checked: its file is a member's name in the league folder, never
+    a path elsewhere (the league deletes the files it drops)."""
     ok = (
         isinstance(entry, dict)
         and isinstance(entry.get("file"), str)
-        and SNAPSHOT_NAME.fullmatch(entry["file"])
+        and MEMBER_NAMES[kind].fullmatch(entry["file"])
         and isinstance(entry.get("step"), int)
         and not isinstance(entry["step"], bool)
         and entry["step"] >= 0
     )
     if not ok:
-        raise ValueError(f"a snapshot must be {{'file': 'snapshot_<12 digits>.pt', 'step': N}}, got {entry!r}")
+        raise ValueError(f"a {kind} must be {{'file': '{kind}_<12 digits>.pt', 'step': N}}, got {entry!r}")
     return {"file": entry["file"], "step": entry["step"]}
 
 
@@ -83,7 +92,7 @@ def read_league_file(folder: str | Path) -> dict[str, Any]:
     """``folder/league.json`` (an empty league if there is none yet)."""
     path = Path(folder) / LEAGUE_FILE
     if not path.exists():
-        return {"snapshots": [], "results": {}, "history": []}
+        return {"snapshots": [], "exploiters": [], "results": {}, "history": []}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -91,7 +100,8 @@ def read_league_file(folder: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != LEAGUE_FORMAT or not isinstance(data.get("snapshots"), list):
         raise ValueError(f"{path}: not a league file")
     try:
-        return {"snapshots": [_snapshot_entry(s) for s in data["snapshots"]],
+        return {"snapshots": [_member_entry(s) for s in data["snapshots"]],
+                "exploiters": [_member_entry(s, "exploiter") for s in data.get("exploiters", [])],
                 "results": dict(data.get("results", {})), "history": list(data.get("history", []))}  # fmt: skip
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: not a league file ({exc})") from None
@@ -135,6 +145,7 @@ class League:
         self.folder.mkdir(parents=True, exist_ok=True)
         data = read_league_file(self.folder)
         self.snapshots = [s for s in data["snapshots"] if (self.folder / s["file"]).exists()]
+        self.exploiters = [s for s in data["exploiters"] if (self.folder / s["file"]).exists()]
         self.results: dict[str, deque[float]] = {name: deque(r, maxlen=window) for name, r in data["results"].items()}
         self.history: list[dict[str, Any]] = data["history"]
 
@@ -164,29 +175,41 @@ class League:
         self._write(kept(snapshots, self.max_snapshots))
         return self.folder / name
 
+    def add_exploiter(self, checkpoint: str | Path, step: int, max_exploiters: int) -> Path:
+        """Add an exploiter (a policy checkpoint file) trained at ``step``; past ``max_exploiters`` the oldest goes."""
+        name = exploiter_name(step)
+        data = Path(checkpoint).read_bytes()
+        atomic_write(self.folder / name, lambda fh: fh.write(data))
+        exploiters = [s for s in self.exploiters if s["file"] != name] + [{"file": name, "step": int(step)}]
+        self._write(self.snapshots, exploiters[-max_exploiters:])
+        return self.folder / name
+
     def publish(self) -> None:
         """Write the results so far, for the readers' PFSP weights."""
         self._write(self.snapshots)
 
     def rollback(self, step: int) -> None:
-        """Forget snapshots taken after ``step`` (a resumed run continues from its last save at ``step``)."""
+        """Forget snapshots and exploiters made after ``step`` (a resumed run continues from its last save at
+        ``step``)."""
         self.history = [h for h in self.history if h["step"] <= step]
-        self._write([s for s in self.snapshots if s["step"] <= step])
+        self._write([s for s in self.snapshots if s["step"] <= step], [s for s in self.exploiters if s["step"] <= step])
 
-    def _write(self, snapshots: list[Mapping[str, Any]]) -> None:
-        dropped = [s for s in self.snapshots if s not in snapshots]
+    def _write(self, snapshots: list[Mapping[str, Any]], exploiters: list[Mapping[str, Any]] | None = None) -> None:
+        exploiters = self.exploiters if exploiters is None else exploiters
+        dropped = [s for s in [*self.snapshots, *self.exploiters] if s not in snapshots and s not in exploiters]
         data = {
             "format": LEAGUE_FORMAT,
             "version": 1,
             "max_snapshots": self.max_snapshots,
             "snapshots": snapshots,
+            "exploiters": exploiters,
             "results": {name: list(r) for name, r in sorted(self.results.items())},
             "history": self.history,
         }
         atomic_write_json(self.folder / LEAGUE_FILE, data)  # the list first: readers never see a missing file listed
-        self.snapshots = list(snapshots)
+        self.snapshots, self.exploiters = list(snapshots), list(exploiters)
         for s in dropped:
-            if all(s["file"] != k["file"] for k in snapshots):
+            if all(s["file"] != k["file"] for k in [*snapshots, *exploiters]):
                 (self.folder / s["file"]).unlink(missing_ok=True)
 
 
@@ -198,16 +221,18 @@ def choose_opponent(
     p_past: float,
     pfsp: Mapping[str, float] | None = None,
     weighting: str = "hard",
+    exploiters: Sequence[str] = (),
 ) -> tuple[str, str]:
-    """One opponent by the league's scheme: ``("snapshot", file)`` or ``("heuristic", spec)``. ``pfsp`` (the
-    learner's win rates by member) switches to prioritized fictitious self-play (module docstring)."""
+    """One opponent by the league's scheme: ``("snapshot", file)`` (a policy file of the league: a snapshot or an
+    exploiter) or ``("heuristic", spec)``. ``pfsp`` (the learner's win rates by member) switches to prioritized
+    fictitious self-play (module docstring); exploiters are members under PFSP only."""
     u = rng.random()
     if pfsp is not None:
         if snapshots and u < p_latest:
             return "snapshot", snapshots[-1]
-        members = [*snapshots, *heuristics]
+        members = [*snapshots, *exploiters, *heuristics]
         pick = members[int(rng.choice(len(members), p=pfsp_weights(members, pfsp, weighting)))]
-        return ("snapshot", pick) if pick in snapshots else ("heuristic", pick)
+        return ("heuristic", pick) if pick in heuristics else ("snapshot", pick)
     if snapshots and u < p_latest + p_past:
         if u < p_latest or len(snapshots) == 1:
             return "snapshot", snapshots[-1]
@@ -242,6 +267,7 @@ class LeagueReader:
         self.sampling, self.weighting = sampling, weighting
         self.rates: dict[str, float] = {}  # the learner's recent win rates by member (PFSP)
         self.snapshots: list[str] = []
+        self.exploiters: list[str] = []
         self._stamp: tuple | None = None
         self._agents: dict[tuple[str, str, int], Agent] = {}
 
@@ -258,9 +284,10 @@ class LeagueReader:
             return
         data = read_league_file(self.folder)
         self.snapshots = [s["file"] for s in data["snapshots"]]
+        self.exploiters = [s["file"] for s in data["exploiters"]]
         self.rates = win_rates(data["results"])
         self._stamp = stamp
-        live = set(self.snapshots)
+        live = {*self.snapshots, *self.exploiters}
         self._agents = {k: a for k, a in self._agents.items() if k[0] != "snapshot" or k[1] in live}
 
     def sample(self, rng: np.random.Generator, slot: int) -> tuple[str, Agent]:
@@ -268,7 +295,7 @@ class LeagueReader:
         self.refresh()
         pfsp = self.rates if self.sampling == "pfsp" else None
         kind, spec = choose_opponent(
-            rng, self.snapshots, self.heuristics, self.p_latest, self.p_past, pfsp, self.weighting
+            rng, self.snapshots, self.heuristics, self.p_latest, self.p_past, pfsp, self.weighting, self.exploiters
         )
         try:
             return spec, self._agent(kind, spec, slot)

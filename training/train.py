@@ -14,7 +14,8 @@ train(load_config("configs/default.yaml"), out="runs/default")            # or r
 | `config.yaml`               | the config the run was started with                                          |
 | `saves/model_<step>.zip`    | SB3's model with its optimizer (what ``--resume`` continues from)            |
 | `latest.pt`, `best.pt`      | policy checkpoints (``revolution eval`` takes them): the last save, the best evaluation |
-| `league/`                   | the league: `league.json` and `snapshot_<step>.pt` (see ``training.league``) |
+| `league/`                   | the league: `league.json`, `snapshot_<step>.pt`, `exploiter_<step>.pt` (``training.league``) |
+| `exploiters/<step>/`        | each exploiter's training run (``exploiter_every``): `target.pt`, the learner it exploits, and `run/` |
 | `league.png`                | the league's win-rate matrix: the learner against each opponent, per snapshot |
 | `tb/`                       | TensorBoard logs (``tensorboard --logdir <out>/tb``)                         |
 
@@ -22,7 +23,7 @@ train(load_config("configs/default.yaml"), out="runs/default")            # or r
 ``latest.pt``, then ``state.json``, which names the zip and so commits the save; only then is the previous zip
 deleted. Every file is written to a temporary name and renamed, so a kill at any moment leaves the last complete
 save intact, and ``--resume`` loses at most one save interval. A resumed run forgets league snapshots taken after
-its save, so that the league matches the model it continues from.
+its save (and exploiters), so that the league matches the model it continues from.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import shutil
 import signal
 import threading
 import time
@@ -46,7 +48,13 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
-from revolution_env.workers import ignore_stop_signals, kill_workers, start_workers, stop_signals_blocked
+from revolution_env.workers import (
+    Terminated,
+    ignore_stop_signals,
+    kill_workers,
+    start_workers,
+    stop_signals_blocked,
+)
 
 from .checkpoint import (
     atomic_write,
@@ -358,6 +366,7 @@ class SelfPlayCallback(BaseCallback):
             "snapshot": _next_multiple(step, self.config.snapshot_every),
             "eval": _next_multiple(step, self.config.eval_every) if self.config.eval_every else None,
             "save": _next_multiple(step, self.config.save_every),
+            "exploiter": _next_multiple(step, self.config.exploiter_every) if self.config.exploiter_every else None,
         }
         self._window = (time.time(), step)
 
@@ -374,6 +383,9 @@ class SelfPlayCallback(BaseCallback):
             self.league.add(self.checkpoint(), step)
             plot_matrix(self.league.history, self.out / LEAGUE_PLOT)
             self._next["snapshot"] = _next_multiple(step, self.config.snapshot_every)
+        if self._next["exploiter"] is not None and step >= self._next["exploiter"]:
+            self.train_exploiter()
+            self._next["exploiter"] = _next_multiple(step, self.config.exploiter_every)
         if self._next["eval"] is not None and step >= self._next["eval"]:
             self.evaluate()
             self._next["eval"] = _next_multiple(step, self.config.eval_every)
@@ -407,6 +419,37 @@ class SelfPlayCallback(BaseCallback):
             self.wall_time(),
             self.run.origin,
         )
+
+    def train_exploiter(self) -> None:
+        """A fresh best response to the learner as it is now (``training.exploit``), added to the league. An
+        exploiter stopped by Ctrl-C or SIGTERM is dropped and the run stops (it saves first); the next one is
+        trained at the next multiple of ``exploiter_every``."""
+        from .exploit import exploit
+
+        step, config = self.model.num_timesteps, self.config
+        folder = self.out / "exploiters" / f"{step:012d}"
+        shutil.rmtree(folder, ignore_errors=True)  # a run rolled back past this step left it: the learner differs
+        folder.mkdir(parents=True)
+        target = folder / "target.pt"
+        save_checkpoint(self.checkpoint(), target)
+        games = config.eval_games
+        print(f"step {step}: training an exploiter ({config.exploiter_steps} steps)", flush=True)
+        try:
+            result = exploit(str(target), steps=config.exploiter_steps, out=folder / "run", seed=config.seed + step,
+                             eval_games=games, final_games=games, n_envs=config.n_envs, n_steps=config.n_steps,
+                             batch_size=config.batch_size, net_arch=list(config.net_arch), device=config.device,
+                             torch_threads=config.torch_threads, env_backend=config.env_backend)  # fmt: skip
+        except KeyboardInterrupt as exc:  # the exploiter's run took the signal (it saved, but is dropped)
+            shutil.rmtree(folder, ignore_errors=True)
+            self.stop_requested = True
+            self.stop_signal = self.stop_signal or (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+            print(f"step {step}: exploiter interrupted and dropped", flush=True)
+            return
+        self.league.add_exploiter(folder / "run" / BEST, step, config.max_exploiters)
+        rate = result.final["win_rate"]
+        self.logger.record("league/exploiter_win_rate", rate)
+        print(f"step {step}: exploiter trained ({config.exploiter_steps} steps), wins {rate:.2f} against the learner "
+              f"over {result.final['games']} games; added to the league", flush=True)  # fmt: skip
 
     def evaluate(self) -> None:
         step = self.model.num_timesteps
