@@ -203,3 +203,25 @@ def test_an_exported_two_player_game_gives_priority_in_every_round():
     assert rounds and all(r["priority"] in (0, 1) for r in rounds)
     replayed = revolution_env.run_scenario(revolution_env.engine.export_game(env.game))
     assert revolution_env.state_dict(replayed) == env.state_dict()
+
+
+@pytest.mark.parametrize("make", [revolution_env.env, revolution_env.parallel_env], ids=["aec", "parallel"])
+def test_a_seeded_reset_seeds_the_games_reset_after_it_without_one(make):
+    """Gymnasium's convention: reset(seed=s), then reset(), reset()... is one reproducible sequence of games."""
+
+    def seeds(env, first):
+        env.reset(seed=first)
+        out = [env.unwrapped.core.game.seed]
+        for _ in range(3):
+            env.reset()
+            out.append(env.unwrapped.core.game.seed)
+        return out
+
+    a = seeds(make(players=2), 11)
+    assert a == seeds(make(players=2), 11) and a[0] == 11 and len(set(a)) == 4
+    assert seeds(make(players=2), 12)[1:] != a[1:]
+    unseeded = make(players=2)
+    unseeded.reset()
+    first = unseeded.unwrapped.core.game.seed
+    unseeded.reset()
+    assert unseeded.unwrapped.core.game.seed != first  # never seeded: every game draws its own

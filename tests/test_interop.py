@@ -154,3 +154,21 @@ def test_torchrl_probabilistic_actor_with_the_packages_masked_multicategorical_p
     assert rollout["next", "done"][-1].all()  # a whole game, no IllegalActionError on the way
     assert torch.isfinite(rollout["player", "action_log_prob"]).all()
     assert rollout["player", "action"].shape[-2:] == (3, len(nvec))
+
+
+def test_a_seed_reaches_the_games_of_the_supersuit_vec_env():
+    """MaskablePPO(seed=...) calls venv.seed(), which SuperSuit's ConcatVecEnv lacks: VecActionMasks seeds the
+    games through ConcatVecEnv's reset, and the games after those follow from their seeds."""
+    from sb3_contrib import MaskablePPO
+
+    def game_seeds(seed):
+        venv = _supersuit_venv(2, games=3)
+        MaskablePPO("MultiInputPolicy", venv, n_steps=8, batch_size=8, seed=seed)  # seeds the env: no error
+        venv.reset()  # what learn() does first
+        inner = venv.venv
+        while hasattr(inner, "venv"):
+            inner = inner.venv
+        return [markov.par_env.unwrapped.core.game.seed for markov in inner.vec_envs]
+
+    first = game_seeds(3)
+    assert first == game_seeds(3) and len(set(first)) == 3 and first != game_seeds(4)

@@ -7,7 +7,7 @@ the masks of a ``VecEnv`` through ``has_attr("action_masks")`` and ``env_method(
 ``SB3VecEnvWrapper`` forwards both to its ``ConcatVecEnv``, which has neither (``AttributeError: 'ConcatVecEnv'
 object has no attribute 'has_attr'``, SuperSuit 3.11), and sb3-contrib offers no wrapper that takes the masks from
 the observations (Stable-Baselines-Team/stable-baselines3-contrib#279, open). :class:`VecActionMasks` is that
-wrapper::
+wrapper (it also seeds the games, which ``ConcatVecEnv`` cannot through SB3's ``seed()``)::
 
     venv = supersuit.pettingzoo_env_to_vec_env_v1(revolution_env.parallel_env(players=3))
     venv = VecActionMasks(supersuit.concat_vec_envs_v1(venv, 8, base_class="stable_baselines3"))
@@ -62,6 +62,21 @@ class VecActionMasks(VecEnvWrapper):
         if self._masks is None:
             raise RuntimeError("VecActionMasks.action_masks: call reset() first")
         return self._masks
+
+    def seed(self, seed: int | None = None) -> Any:
+        """Seed the games, as SB3's ``VecEnv.seed`` does (``MaskablePPO(seed=...)`` calls it). SuperSuit's
+        ``ConcatVecEnv`` has no ``seed()`` (``AttributeError`` through SuperSuit's SB3 wrapper), but its
+        ``reset(seed=s)`` seeds game ``i`` with ``s + i``, and the games go on from there: that reset is done here."""
+        try:
+            return self.venv.seed(seed)
+        except AttributeError:
+            if seed is None:
+                return [None] * self.num_envs
+            inner = self.venv
+            while hasattr(inner, "venv"):
+                inner = inner.venv
+            inner.reset(seed=seed)
+            return [seed] * self.num_envs
 
     def has_attr(self, attr_name: str) -> bool:
         if attr_name == METHOD:

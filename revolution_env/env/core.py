@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..engine.components import BoardError
-from ..engine.game import BID, Decision, Game, Rules, RulesError, make_layout
+from ..engine.game import BID, Decision, Game, Rules, RulesError, check_seed, make_layout
 from .encoding import NONE, Codec
 from .observation import ObservationLayout
 from .spaces import MaskedMultiDiscrete
@@ -91,6 +91,7 @@ class Core:
         self._pending = np.zeros((self.layout.players, self.layout.n_targets, 3), dtype=np.int64)
         self._building = np.zeros_like(self._pending)
         self._last = np.full(self.layout.players, -1, dtype=np.int64)
+        self._seeder: np.random.Generator | None = None  # the seeds of games reset without one, after a seeded reset
 
     def observation_space(self) -> spaces.Dict:
         low, high = self.obs_layout.bounds()
@@ -111,6 +112,13 @@ class Core:
         return MaskedMultiDiscrete(self.codec.nvec, seed=seed)
 
     def reset(self, seed: int | None) -> None:
+        """A new game. A seed also seeds the games after it that are reset without one (Gymnasium's convention:
+        ``reset(seed=s)`` then ``reset()``, ``reset()``... is one reproducible sequence); with no seed ever given,
+        each game draws its own."""
+        if seed is not None:
+            self._seeder = np.random.default_rng(check_seed(seed))
+        elif self._seeder is not None:
+            seed = int(self._seeder.integers(2**63))
         self.game = Game(self.layout, seed)
         self._bid_spent = [False] * self.layout.players
         self._building[:] = 0
