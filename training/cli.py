@@ -106,13 +106,13 @@ def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def cmd_exploit(args: argparse.Namespace) -> int:
     try:
-        from .exploit import exploit
+        from .train import train_best_response
     except ModuleNotFoundError as exc:
         print(f"error: exploit needs the `train` extra ({exc.name} is missing): pip install -e '.[train]'",
               file=sys.stderr)  # fmt: skip
         return 2
     try:
-        result = exploit(
+        result = train_best_response(
             args.agent, args.players, args.steps, args.out, args.seed, args.eval_games, args.final_games,
             args.ray, progress=sys.stderr.isatty(), n_envs=args.n_envs, reward=args.reward,
         )  # fmt: skip

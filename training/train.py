@@ -66,6 +66,7 @@ from .checkpoint import (
 )
 from .config import TrainConfig, dump_config, from_dict
 from .distributions import MaskableMultiDiscretePolicy
+from .exploit import ExploitResult, exploit_config, measure
 from .league import League, LeagueReader, plot_matrix
 from .policy import actor_layers, policy_from_sb3
 from .pretrain import clone, collect
@@ -424,8 +425,6 @@ class SelfPlayCallback(BaseCallback):
         """A fresh best response to the learner as it is now (``training.exploit``), added to the league. An
         exploiter stopped by Ctrl-C or SIGTERM is dropped and the run stops (it saves first); the next one is
         trained at the next multiple of ``exploiter_every``."""
-        from .exploit import exploit
-
         step, config = self.model.num_timesteps, self.config
         folder = self.out / "exploiters" / f"{step:012d}"
         shutil.rmtree(folder, ignore_errors=True)  # a run rolled back past this step left it: the learner differs
@@ -435,7 +434,7 @@ class SelfPlayCallback(BaseCallback):
         games = config.eval_games
         print(f"step {step}: training an exploiter ({config.exploiter_steps} steps)", flush=True)
         try:
-            result = exploit(str(target), steps=config.exploiter_steps, out=folder / "run", seed=config.seed + step,
+            result = train_best_response(str(target), steps=config.exploiter_steps, out=folder / "run", seed=config.seed + step,
                              eval_games=games, final_games=games, n_envs=config.n_envs, n_steps=config.n_steps,
                              batch_size=config.batch_size, net_arch=list(config.net_arch), device=config.device,
                              torch_threads=config.torch_threads, env_backend=config.env_backend)  # fmt: skip
@@ -631,6 +630,30 @@ def train(
     finally:
         if venv is not None:
             close_vec_env(venv)
+
+
+def train_best_response(
+    target: str,
+    players: int | None = None,
+    steps: int = 200_000,
+    out: str | Path | None = None,
+    seed: int = 0,
+    eval_games: int = 60,
+    final_games: int = 600,
+    ray_address: str | None = None,
+    progress: bool = False,
+    **changes: Any,
+) -> ExploitResult:
+    """``revolution exploit``: train a best response to ``target`` for ``steps`` learner steps (in ``out``; an
+    existing run there is resumed), then measure it (``training.exploit`` documents the method and its limits).
+    An interrupted run has saved: the same call continues it."""
+    config = exploit_config(target, players, steps, seed, eval_games, **changes)
+    folder = Path(out) if out is not None else Path("runs/exploit") / Path(target).stem
+    result = train(config, out=folder, resume=read_state(folder) is not None, progress=progress)
+    if result.interrupted:
+        raise Terminated if result.signal == signal.SIGTERM else KeyboardInterrupt
+    state = read_state(folder)
+    return measure(target, config, folder, state, folder / BEST, seed + 1, final_games, ray_address, progress)
 
 
 class _stop_on_signals:
