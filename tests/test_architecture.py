@@ -115,6 +115,7 @@ def test_no_dynamic_import_of_training_either():
 LAYERS = {
     "revolution_env.files": 0,
     "revolution_env.workers": 0,
+    "revolution_env.compiled": 0,
     "revolution_env.engine": 1,
     "revolution_env.env": 2,
     "revolution_env.agents": 3,

@@ -58,6 +58,13 @@ def _compositions(free: int, seats: int) -> tuple[np.ndarray, np.ndarray]:
     return _COMPOSITIONS[key]
 
 
+def dot3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` over a last axis of three (token types), as ``a0 b0 + a1 b1 + a2 b2`` in that order. A float ``@``
+    goes through BLAS, whose rounding (fused multiply-adds or not) depends on the CPU; this is the same on every
+    machine, and the compiled bots (:mod:`.compiled`) compute it the same way."""
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
+
+
 def area_points(support: int, spaces: int, bonus: bool, counts: tuple[int, ...]) -> np.ndarray:
     """Expected points per seat of one area holding ``counts`` cubes per seat once its free spaces are filled."""
     key = (support, spaces, bonus, counts)
@@ -115,6 +122,10 @@ class Tables:
         self.deck_full = np.array([deck.count(n) for n in names], dtype=float)
         others = [[q for q in range(self.seats) if q != p] for p in range(self.seats)]
         self.others = np.array(others, dtype=np.int64)
+        # the character that gives the most support and nothing else (the Printer on the standard card), or -1
+        plain = [c for c in range(self.n_characters) if self.char_area[c] < 0 and not self.char_tokens[c].any()
+                 and c not in (self.spy, self.apothecary, self.card)]  # fmt: skip
+        self.printer = max(plain, key=lambda c: self.support[c]) if plain else -1
 
 
 def token_worth(tables: Tables, view: ObservationView, judgement: Judgement) -> np.ndarray:
@@ -308,7 +319,7 @@ class Position:
         for c in range(t.n_characters):
             if c in (t.spy, t.apothecary, t.card):
                 continue
-            D[c, idx, idx] += t.support[c] + self.worth @ np.minimum(t.char_tokens[c], view.bank)
+            D[c, idx, idx] += t.support[c] + dot3(self.worth, np.minimum(t.char_tokens[c], view.bank))
             a = t.char_area[c]
             if a >= 0:
                 D[c] += self.add[a]
@@ -360,5 +371,5 @@ class Position:
                     best = max(best, float(self.gain(self.removal(a, v), seat)))
                 values.append(best)
             else:
-                values.append(card.support + np.asarray(card.tokens, float) @ self.worth[seat])
-        return float(np.asarray(values) @ (left / left.sum()))
+                values.append(card.support + dot3(np.asarray(card.tokens, float), self.worth[seat]))
+        return float(sum(v * p for v, p in zip(values, left / left.sum())))  # in order, as the compiled bots

@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from ..compiled import COMPILED
 from ..engine.game import Decision, guy_beats
 from ..env.observation import ObservationView
-from .appraisal import BLACKMAIL, FORCE, GOLD, Judgement, Position, Tables
+from .appraisal import BLACKMAIL, FORCE, GOLD, Judgement, Position, Tables, dot3
 from .base import Agent
 
 SPAN = 1 << 20  # larger than any bid's key (RULES.md §3 order as one integer)
@@ -41,8 +42,50 @@ class HeuristicBot(Agent):
         super().__init__(**env_options)
         self.t = Tables(self)
         self.fallbacks = 0
+        # The three styles below also exist compiled (.compiled: the same decisions, about ten times sooner); a
+        # subclass that changes how a bot decides plays this module's code. False forces the reference.
+        self.compiled = COMPILED and type(self) in (ValueBot, BargainBot, AreaBot)
+        self._tables: tuple | None = None
+
+    @property
+    def _compiled_tables(self) -> tuple:
+        if self._tables is None:
+            from .compiled import tables
+
+            self._tables = tables(self)
+        return self._tables
+
+    def _compiled_ready(self) -> bool:
+        if not self.compiled:
+            return False
+        from .compiled import ready
+
+        return ready(self)
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
+        if self._compiled_ready():
+            from .compiled import decide
+
+            actions, fallbacks = decide(self, observation["observation"][None], observation["action_mask"][None])
+            self.fallbacks += fallbacks
+            return actions[0]
+        return self.act_reference(observation, info)
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+        """Actions (n, D) for the rows of ``observations`` (n, size) and ``masks`` (n, sum(nvec)): the same as
+        ``act`` on each row in turn (the vector env plays a heuristic opponent of many games this way)."""
+        if self._compiled_ready():
+            from .compiled import decide
+
+            actions, fallbacks = decide(self, observations, masks)
+            self.fallbacks += fallbacks
+            return actions
+        rows = [self.act_reference({"observation": o, "action_mask": m.view(np.int8) if m.dtype == bool else m},
+                                   {"decision": Decision(int(k))}) for o, m, k in zip(observations, masks, kinds)]  # fmt: skip
+        return np.stack(rows) if rows else np.zeros((0, len(self.codec.nvec)), dtype=np.int64)
+
+    def act_reference(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
+        """The decision as this module computes it (NumPy): what the compiled bots are tested against."""
         mask = observation["action_mask"]
         view = self.view(observation)
         kind = view.decision
@@ -310,7 +353,7 @@ class BidModel:
             worth = worth * (1 - self.guy_risk * exposed)
         out = worth * win + lost
         if self.refunds:
-            out -= win * (bid @ self.cost)
+            out -= win * dot3(bid, self.cost)
         if self.vehicle is not None:
             beatable = guy_beats(bid, self.guy_tokens, t.guy_legal)[1] & bid.any(-1)
             out = out + self.vehicle * beatable
@@ -457,7 +500,7 @@ class BargainBot(HeuristicBot):
         G = pos.gains(pos.character_deltas())
         model = BidModel(self, view, pos, G)
         value = np.maximum(model.value, 0.0)
-        printer = _printer(t)
+        printer = t.printer
         if printer >= 0:
             value[printer] = value[printer] * self.printer_bonus + 2.0
         if t.card >= 0:
@@ -485,7 +528,9 @@ class BargainBot(HeuristicBot):
             c = int(np.argmax(ratio))
             bid[c] += bids[cheapest[c]]
             left -= bids[cheapest[c]]
-        for c in np.argsort(-(value * (model.top == 0).mean(0)) - noise):  # one Gold on each neglected character
+        for c in np.argsort(
+            -(value * (model.top == 0).mean(0)) - noise, kind="stable"
+        ):  # one Gold on each neglected character
             if left[GOLD] == 0 or value[c] <= 0 or c >= C:
                 break
             if t.legal[c, GOLD] and not bid[c].any() and self._room(bid, c):
@@ -524,13 +569,6 @@ class BargainBot(HeuristicBot):
         return bid[: t.n_characters].any(1).sum() < t.max_characters
 
 
-def _printer(t: Tables) -> int:
-    """The character that gives the most support and nothing else (the Printer on the standard card)."""
-    plain = [c for c in range(t.n_characters) if t.char_area[c] < 0 and not t.char_tokens[c].any()
-             and c not in (t.spy, t.apothecary, t.card)]  # fmt: skip
-    return max(plain, key=lambda c: t.support[c]) if plain else -1
-
-
 class AreaBot(HeuristicBot):
     """``area``: plays for the majorities.
 
@@ -566,7 +604,7 @@ class AreaBot(HeuristicBot):
         G = G.copy()
         G[:, 0, 0] = value
         model = BidModel(self, view, pos, G)
-        keep = np.argsort(-value)[: self.focus]
+        keep = np.argsort(-value, kind="stable")[: self.focus]  # ties in target order, on every CPU
         blocked = np.ones(t.targets, dtype=bool)
         blocked[keep] = False
         blocked[~t.legal[:, FORCE] & ~t.legal[:, BLACKMAIL]] = False  # Gold-only spaces stay open

@@ -18,25 +18,9 @@ whole tuple, which the profile showed as the largest share of resolution).
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-try:  # pragma: no cover - which branch runs depends on the install
-    if os.environ.get("REVOLUTION_NO_NUMBA"):
-        raise ImportError
-    import numba
-
-    def jit(f):
-        return numba.njit(cache=True, nogil=True)(f)
-
-    COMPILED = True
-except ImportError:  # pragma: no cover
-
-    def jit(f):
-        return f
-
-    COMPILED = False
+from ..compiled import COMPILED, jit  # noqa: F401  (COMPILED: whether the loops below are compiled)
 
 # Phases and decisions (the values of engine.game's phase names' order and of Decision).
 BIDDING, SCHEMING, RESOLUTION, OVER = 0, 1, 2, 3

@@ -1,0 +1,213 @@
+"""The compiled heuristic bots (revolution_env/agents/compiled.py) against their NumPy reference: for every decision of
+whole games of every variant, the same action and the same random-generator state after it; the batched call
+equals one call per row; a bot that changes how it decides plays its own code; and the background build's
+bookkeeping (the lock, the switch once the cache holds the code)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+
+import numpy as np
+import pytest
+
+import revolution_env
+from revolution_env.agents import compiled
+from revolution_env.agents.heuristics import ValueBot
+from revolution_env.agents.loading import load_agent
+
+needs_numba = pytest.mark.skipif(not compiled.COMPILED, reason="Numba is not installed (pip install -e '.[fast]')")
+
+VARIANTS = [
+    ({"players": 2}, 3),
+    ({"players": 3}, 3),
+    ({"players": 4}, 2),
+    ({"players": 3, "bid_refunds": True}, 2),
+    ({"players": 3, "area_control_bonus": True}, 2),
+    ({"players": 2, "bid_refunds": True, "area_control_bonus": True}, 2),
+    ({"players": 3, "first_edition": True}, 2),
+    ({"players": 2, "first_edition": True}, 2),
+    ({"players": 4, "first_edition": True, "bid_refunds": True}, 1),
+]
+
+
+@pytest.fixture(scope="module")
+def built():
+    if not compiled.COMPILED:
+        pytest.skip("Numba is not installed (pip install -e '.[fast]')")
+    compiled.build(
+        ValueBot(players=3)
+    )  # in this process (or waits for a background build): the comparisons need the compiled code
+
+
+def play_both(options: dict, games: int) -> tuple[int, dict[int, int]]:
+    """Whole games in which each seat's bot decides twice, compiled and reference, from the same generator state;
+    the reference's action is played. Returns the decisions compared and how many of each kind."""
+    names = ["value", "bargain", "area"]
+    players = options["players"]
+    decisions, kinds = 0, {}
+    for g in range(games):
+        env = revolution_env.env(**options)
+        env.reset(seed=100 + g)
+        fast = [load_agent(names[(g + i) % 3], **options) for i in range(players)]
+        slow = [load_agent(names[(g + i) % 3], **options) for i in range(players)]
+        for i in range(players):
+            fast[i].reset(10 * g + i)
+            slow[i].reset(10 * g + i)
+            slow[i].compiled = False
+            assert fast[i].compiled
+        for agent in env.agent_iter():
+            obs, _, term, trunc, info = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            i = int(agent.split("_")[1])
+            expected = slow[i].act(obs, info)
+            got = fast[i].act(obs, info)
+            where = f"{options}, game {g}, {agent}, {slow[i].name}, {info['decision']!s}"
+            assert np.array_equal(got, expected), where
+            assert fast[i].rng.bit_generator.state == slow[i].rng.bit_generator.state, where
+            decisions += 1
+            kinds[int(info["decision"])] = kinds.get(int(info["decision"]), 0) + 1
+            env.step(expected)
+        assert all(b.fallbacks == 0 for b in fast + slow)
+    return decisions, kinds
+
+
+@pytest.mark.parametrize("options,games", VARIANTS, ids=[str(v[0]) for v in VARIANTS])
+def test_compiled_bots_decide_as_the_reference(built, options, games):
+    decisions, kinds = play_both(options, games)
+    assert decisions >= 40 * games
+    assert kinds.get(1, 0) >= 25 * games  # bids
+    assert len(kinds) >= 3  # and other decisions (Spy, Apothecary, Guy, Remove)
+
+
+def test_every_decision_kind_is_compared(built):
+    seen: dict[int, int] = {}
+    for options, _ in VARIANTS[:2] + VARIANTS[-2:-1]:
+        for kind, n in play_both(options, 1)[1].items():
+            seen[kind] = seen.get(kind, 0) + n
+    assert set(seen) >= {1, 2, 3, 4, 5, 6}, seen  # bid, guy, spy, apothecary (both picks), remove
+
+
+def test_a_batch_is_the_rows_in_turn(built):
+    """act_batch (the vector env's call) draws as one act call per row, in row order."""
+    env = revolution_env.env(players=3)
+    rows = []
+    for seed in range(3):
+        env.reset(seed=seed)
+        for _agent in env.agent_iter():
+            obs, _, term, trunc, info = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            rows.append((obs, info))
+            env.step(load_agent("random", players=3).act(obs, info))
+    for name in ("value", "bargain", "area"):
+        one, many = load_agent(name, players=3), load_agent(name, players=3)
+        one.reset(5)
+        many.reset(5)
+        singles = np.stack([one.act(obs, info) for obs, info in rows])
+        batch = many.act_batch(
+            np.stack([o["observation"] for o, _ in rows]),
+            np.stack([o["action_mask"] for o, _ in rows]).astype(bool),
+            np.array([int(i["decision"]) for _, i in rows]),
+        )
+        assert np.array_equal(batch, singles), name
+        assert one.rng.bit_generator.state == many.rng.bit_generator.state
+
+
+def test_a_bot_that_decides_otherwise_plays_its_own_code():
+    class Stubborn(ValueBot):
+        name = "stubborn"
+
+        def bid(self, view, mask, pos):  # every token on the first target that takes its type
+            counts = np.zeros((self.t.targets, 3), dtype=np.int64)
+            for k in range(3):
+                counts[int(np.flatnonzero(self.t.legal[:, k])[0]), k] = view.tokens[0, k]
+            return counts
+
+    bot = Stubborn(players=3)
+    assert not bot.compiled
+    env = revolution_env.env(players=3)
+    env.reset(seed=0)
+    obs, _, _, _, info = env.last()
+    expected = bot.bid_action(bot.bid(bot.view(obs), obs["action_mask"], None))
+    assert np.array_equal(bot.act(obs, info), expected) and bot.fallbacks == 0
+
+
+# --- the background build ------------------------------------------------------------------------------------
+
+
+def test_the_build_lock_keeps_a_second_builder_out_and_is_taken_back_when_stale(tmp_path):
+    lock = tmp_path / "sub" / compiled.LOCK_NAME
+    assert compiled._take_lock(lock)
+    assert not compiled._take_lock(lock)  # held by a live process (this one)
+    lock.write_text(f"{os.getpid()} {time.time() - compiled.STALE_BUILD - 1}")
+    assert compiled._take_lock(lock)  # too old: abandoned
+    lock.write_text("999999999 0")  # no such process
+    assert compiled._take_lock(lock)
+
+
+@needs_numba
+def test_the_bots_play_the_reference_until_the_background_build_is_done(monkeypatch, tmp_path):
+    started = []
+
+    class FakeBuild:
+        def __init__(self, args, **kwargs):
+            started.append(args)
+            self.code = None
+
+        def poll(self):
+            return self.code
+
+    cached = {"yes": False}
+    monkeypatch.setattr(compiled, "_Build", type("B", (), {**vars(compiled._Build), "state": "unknown", "proc": None}))
+    monkeypatch.setattr(compiled, "_cache_folder", lambda: tmp_path)
+    monkeypatch.setattr(compiled, "_in_cache", lambda signature: cached["yes"])
+    monkeypatch.setattr(compiled.subprocess, "Popen", FakeBuild)
+    monkeypatch.setattr(compiled, "_loaded", lambda: False)
+    bot = ValueBot(players=3)
+
+    def ask():
+        compiled._Build.next_check = 0.0
+        return compiled.ready(bot)
+
+    assert not ask()  # nothing cached: a build starts in the background ...
+    assert len(started) == 1 and started[0][1:3] == ["-m", "revolution_env.agents.build_bots"]
+    assert (tmp_path / compiled.LOCK_NAME).exists()
+    assert not ask() and len(started) == 1  # ... once
+    compiled._Build.proc.code = 0
+    cached["yes"] = True
+    assert ask()  # done and cached: the compiled bots play from now on
+    assert compiled._Build.state == "ready"
+
+
+@needs_numba
+def test_a_build_that_cannot_cache_leaves_the_reference_playing_with_a_warning(monkeypatch, tmp_path):
+    class DoneBuild:
+        def __init__(self, args, **kwargs):
+            pass
+
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(compiled, "_Build", type("B", (), {**vars(compiled._Build), "state": "unknown", "proc": None}))
+    monkeypatch.setattr(compiled, "_cache_folder", lambda: tmp_path)
+    monkeypatch.setattr(compiled, "_in_cache", lambda signature: False)
+    monkeypatch.setattr(compiled.subprocess, "Popen", DoneBuild)
+    monkeypatch.setattr(compiled, "_loaded", lambda: False)
+    bot = ValueBot(players=3)
+    compiled._Build.next_check = 0.0
+    assert not compiled.ready(bot)
+    compiled._Build.next_check = 0.0
+    with pytest.warns(UserWarning, match="could not cache them"):
+        assert not compiled.ready(bot)
+    assert compiled._Build.state == "failed"
+    env = revolution_env.env(players=3)
+    env.reset(seed=1)
+    obs, _, _, _, info = env.last()
+    twin = copy.deepcopy(bot)
+    twin.compiled = False
+    assert np.array_equal(bot.act(obs, info), twin.act(obs, info))  # the reference, quietly
