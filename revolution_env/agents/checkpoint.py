@@ -40,6 +40,7 @@ import numpy as np
 from ..engine.game import Rules
 from ..env.core import ENV_NAME, ENV_OPTIONS, EnvConfig
 from ..env.observation import ObservationLayout
+from ..env.spaces import equal_width_runs
 from .base import Agent
 
 FORMAT = "revolution-policy"
@@ -198,36 +199,32 @@ def _numpy(t: Any) -> np.ndarray:
 
 
 class MaskedChooser:
-    """Per-dimension masked argmax or sampling over flat logits, for any ``nvec`` (vectorised over dimensions)."""
+    """Per-dimension masked argmax or sampling over flat logits, for any ``nvec``: one ``(n, dimensions, width)``
+    view per run of dimensions of one width (``equal_width_runs``; the choice, then the tokens), no padding."""
 
     def __init__(self, nvec: np.ndarray) -> None:
-        nvec = np.asarray(nvec, dtype=np.int64)
-        width = int(nvec.max())
-        offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
-        col = np.arange(width)
-        self.valid = col[None, :] < nvec[:, None]  # (D, width): which padded cells are real values
-        self.index = np.where(self.valid, offsets[:, None] + col[None, :], 0)
+        self.runs = equal_width_runs(nvec)
+        self.dims = len(nvec)
 
     def choose(self, logits: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
         """One value per dimension: the most likely legal one (``rng`` None) or one sampled from the masked
         softmax (Gumbel-max)."""
-        legal = self.valid & (np.asarray(mask)[self.index] != 0)
-        scores = np.where(legal, logits[self.index], -np.inf)
-        if rng is not None:
-            scores = scores + rng.gumbel(size=scores.shape)
-        action = np.argmax(scores, axis=1)
-        action[~legal.any(axis=1)] = 0  # cannot happen with the env's masks; keep the action well formed anyway
-        return action.astype(np.int64)
+        return self.choose_batch(np.asarray(logits)[None], np.asarray(mask)[None], rng)[0]
 
     def choose_batch(self, logits: np.ndarray, masks: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
         """:meth:`choose` for a batch: logits and masks (n, sum(nvec)) -> actions (n, D)."""
-        legal = self.valid[None] & (np.asarray(masks)[:, self.index] != 0)
-        scores = np.where(legal, logits[:, self.index], -np.inf)
-        if rng is not None:
-            scores = scores + rng.gumbel(size=scores.shape)
-        action = np.argmax(scores, axis=2)
-        action[~legal.any(axis=2)] = 0
-        return action.astype(np.int64)
+        n = len(logits)
+        masks = np.asarray(masks)
+        action = np.zeros((n, self.dims), dtype=np.int64)
+        for start, d, k, w in self.runs:
+            legal = masks[:, start : start + k * w].reshape(n, k, w) != 0
+            scores = np.where(legal, logits[:, start : start + k * w].reshape(n, k, w), -np.inf)
+            if rng is not None:
+                scores = scores + rng.gumbel(size=scores.shape)
+            chosen = np.argmax(scores, axis=2)
+            chosen[~legal.any(axis=2)] = 0  # cannot happen with the env's masks; keep the action well formed anyway
+            action[:, d : d + k] = chosen
+        return action
 
 
 class PolicyAgent(Agent):

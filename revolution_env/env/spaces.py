@@ -18,6 +18,22 @@ def split_mask(mask: np.ndarray, nvec: Sequence[int]) -> tuple[np.ndarray, ...]:
     return tuple(np.split(mask, np.cumsum(nvec)[:-1]))
 
 
+def equal_width_runs(nvec: Sequence[int]) -> list[tuple[int, int, int, int]]:
+    """``MultiDiscrete(nvec)``'s flat vectors (logits, masks) as runs of consecutive dimensions of one width, each
+    ``(flat start, first dimension, dimensions, width)``: a run is a ``(..., dimensions, width)`` reshape of a slice,
+    no copy and no padding. Revolution!'s action is two runs: the choice, then every token (``[C] + [T] * K``)."""
+    nvec = [int(n) for n in nvec]
+    runs, start, d = [], 0, 0
+    while d < len(nvec):
+        end = d
+        while end < len(nvec) and nvec[end] == nvec[d]:
+            end += 1
+        runs.append((start, d, end - d, nvec[d]))
+        start += (end - d) * nvec[d]
+        d = end
+    return runs
+
+
 def flat_mask(masks: Sequence[np.ndarray]) -> np.ndarray:
     """The inverse of :func:`split_mask`."""
     return np.concatenate([np.asarray(m, dtype=np.int8) for m in masks])

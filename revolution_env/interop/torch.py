@@ -20,6 +20,8 @@ from collections.abc import Sequence
 import torch
 from torch.distributions import Categorical, Distribution
 
+from ..env.spaces import equal_width_runs
+
 MASKED = -1e8
 
 
@@ -33,6 +35,51 @@ class MaskedCategorical(Categorical):
         super().__init__(logits=torch.where(mask, logits, torch.full_like(logits, MASKED)))
 
 
+class MaskedRuns:
+    """Masked softmaxes over the dimensions of ``MultiDiscrete(nvec)``, computed per run of dimensions of one width
+    (``revolution_env.env.spaces.equal_width_runs``: views of the flat logits and masks, no padding) with a fused
+    ``log_softmax``. The common core of :class:`MaskedMultiCategorical` and of training's MaskablePPO
+    distribution (``training.distributions``)."""
+
+    def __init__(self, nvec: Sequence[int]) -> None:
+        self.nvec = [int(n) for n in nvec]
+        self.runs = equal_width_runs(self.nvec)
+        self.total = sum(self.nvec)
+
+    def split(self, flat: torch.Tensor) -> list[torch.Tensor]:
+        """``(..., sum(nvec))`` -> one ``(..., dimensions, width)`` view per run."""
+        return [flat[..., s : s + n * w].unflatten(-1, (n, w)) for s, _, n, w in self.runs]
+
+    def log_softmax(self, logits: torch.Tensor, legal: list[torch.Tensor] | None) -> list[torch.Tensor]:
+        """Per run, the log-probabilities of every value; a masked value's logit is ``MASKED`` (probability 0)."""
+        if legal is None:
+            return [torch.log_softmax(x, -1) for x in self.split(logits)]
+        return [torch.log_softmax(x.masked_fill(~m, MASKED), -1) for x, m in zip(self.split(logits), legal)]
+
+    def log_prob(self, log_p: list[torch.Tensor], actions: torch.Tensor) -> torch.Tensor:
+        """The log-probability of whole actions ``(..., len(nvec))``: summed over the dimensions."""
+        total = 0
+        for lp, (_, d, n, _) in zip(log_p, self.runs):
+            picked = actions[..., d : d + n].long().unsqueeze(-1)
+            total = total + lp.gather(-1, picked.expand(*lp.shape[:-1], 1)).squeeze(-1).sum(-1)
+        return total
+
+    def entropy(self, log_p: list[torch.Tensor]) -> torch.Tensor:
+        """Summed over the dimensions; a masked value (probability exactly 0) adds nothing."""
+        return -sum((lp.exp() * lp).sum((-2, -1)) for lp in log_p)
+
+    def sample(self, log_p: list[torch.Tensor]) -> torch.Tensor:
+        """One value per dimension (Gumbel-max), ``(..., len(nvec))``."""
+        out = []
+        for lp in log_p:
+            u = torch.rand_like(lp).clamp_(min=torch.finfo(lp.dtype).tiny)
+            out.append(torch.argmax(lp - torch.log(-torch.log(u)), dim=-1))
+        return torch.cat(out, -1)
+
+    def mode(self, log_p: list[torch.Tensor]) -> torch.Tensor:
+        return torch.cat([torch.argmax(lp, dim=-1) for lp in log_p], -1)
+
+
 class MaskedMultiCategorical(Distribution):
     """Independent masked categoricals, one per dimension of a ``MultiDiscrete(nvec)`` action: a
     ``torch.distributions.Distribution`` with event shape ``(len(nvec),)``, so that TorchRL's ``ProbabilisticActor``
@@ -43,40 +90,33 @@ class MaskedMultiCategorical(Distribution):
     has_rsample = False
 
     def __init__(self, logits: torch.Tensor, masks: torch.Tensor, nvec: Sequence[int]) -> None:
-        nvec = torch.as_tensor(list(nvec), dtype=torch.long, device=logits.device)
-        total = int(nvec.sum())
+        self.runs = MaskedRuns(nvec)
+        total = self.runs.total
         if logits.shape[-1] != total or masks.shape[-1] != total:
             raise ValueError(f"logits and masks: expected a last dimension of sum(nvec) = {total}, got "
                              f"{logits.shape[-1]} and {masks.shape[-1]}")  # fmt: skip
-        width = int(nvec.max())
-        offsets = torch.cumsum(nvec, 0) - nvec
-        col = torch.arange(width, device=logits.device)
-        valid = col[None, :] < nvec[:, None]  # (D, width)
-        index = torch.where(valid, offsets[:, None] + col[None, :], torch.zeros_like(col)[None, :])
-        masks = torch.as_tensor(masks, dtype=torch.bool, device=logits.device)
-        allowed = valid & masks[..., index]  # (batch, D, width)
-        if not bool(allowed.any(-1).all()):
+        legal = self.runs.split(torch.as_tensor(masks, dtype=torch.bool, device=logits.device))
+        if not all(bool(m.any(-1).all()) for m in legal):
             raise ValueError("masks: every dimension must allow at least one value")
-        self.nvec = nvec
-        self.dist = Categorical(
-            logits=torch.where(allowed, logits[..., index], torch.full_like(logits[..., index], MASKED))
-        )
-        super().__init__(logits.shape[:-1], torch.Size([len(nvec)]), validate_args=False)
+        self.nvec = torch.as_tensor(self.runs.nvec, dtype=torch.long, device=logits.device)
+        self.log_p = self.runs.log_softmax(logits, legal)
+        super().__init__(logits.shape[:-1], torch.Size([len(self.runs.nvec)]), validate_args=False)
 
     def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:  # noqa: B008 (torch's signature)
         with torch.no_grad():
-            return self.dist.sample(sample_shape)
+            shape = torch.Size(sample_shape)
+            return self.runs.sample([lp.expand(*shape, *lp.shape) for lp in self.log_p])
 
     @property
     def mode(self) -> torch.Tensor:
-        return self.dist.probs.argmax(-1)
+        return self.runs.mode(self.log_p)
 
     @property
     def deterministic_sample(self) -> torch.Tensor:  # what TorchRL plays in its deterministic mode
         return self.mode
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
-        return self.dist.log_prob(actions).sum(-1)
+        return self.runs.log_prob(self.log_p, actions)
 
     def entropy(self) -> torch.Tensor:
-        return self.dist.entropy().sum(-1)
+        return self.runs.entropy(self.log_p)
