@@ -201,6 +201,42 @@ def test_the_same_seed_gives_the_same_evaluation_whatever_the_workers():
     assert other.results != one.results
 
 
+@pytest.mark.parametrize(
+    "specs,options",
+    [
+        (["value", "bargain", "area"], {}),
+        (["random", "value"], {"players": 2}),  # the puppet, D9's coin flips
+        (["area", "random", "bargain", "value"], {"players": 4, "bid_refunds": True}),
+        (["checkpoints/three_players.pt", "value", "random"], {}),  # one forward pass for many games
+        (["bargain", "area", "random"], {"area_control_bonus": True}),
+    ],
+)
+def test_the_batched_engine_plays_the_same_games_as_one_by_one(specs, options):
+    """Evaluation games side by side on the batched engine (evaluation.batched) are the games play_task plays
+    alone: the same results and the same recorded scenarios, game by game."""
+    from revolution_env.evaluation import runner as R
+    from revolution_env.evaluation.batched import can_batch
+
+    names = R.name_agents(specs)
+    opts = R._options(options, len(specs))
+    tasks = R.lineup_tasks(list(names), list(names.values()), 12, seed=7)
+    agents = {(n, s): R._agent(n, s, opts) for n, s in names.items()}
+    assert can_batch(list(agents.values()), opts)
+    alone = [R.play_task(t, opts) for t in tasks]
+    side_by_side = R._play_chunk(tasks, opts)
+    assert [r.to_dict() for r in side_by_side] == [r.to_dict() for r in alone]
+
+
+def test_what_the_batched_engine_does_not_play_goes_one_by_one():
+    from revolution_env.evaluation.batched import can_batch
+
+    assert not can_batch([RandomAgent(players=3, first_edition=True)] * 3, {"players": 3, "first_edition": True})
+    assert not can_batch([RandomAgent(players=3), Cheat(players=3)], {"players": 3})  # an agent of its own
+    ev = evaluate_lineup(["random", "value"], games=4, seed=1, env_options={"first_edition": True}, workers=1,
+                         progress=False)  # fmt: skip
+    assert len(ev.results) == 4 and all(r.scenario["rules"]["first_edition"] for r in ev.results)
+
+
 def test_a_pool_evaluation_gives_each_member_its_share_of_games():
     ev = evaluate_pool(["random"] * 3, players=2, games=2, seed=1, workers=1, progress=False)
     assert len(ev.results) == 3 * 2

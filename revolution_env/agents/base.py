@@ -7,6 +7,7 @@ that variant). Agents see only what the observation shows: heuristics read it th
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,14 @@ class Agent:
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
         raise NotImplementedError
+
+    def fork(self, seed: int | None) -> Agent:
+        """A copy of this agent for one game, reset with ``seed``: it shares what a game does not change (tables,
+        weights) and has random state of its own, so that many games can be played side by side, each exactly as
+        this agent would play it alone after ``reset(seed)`` (the batched evaluation does)."""
+        twin = copy.copy(self)
+        twin.reset(seed)
+        return twin
 
     # --- helpers for subclasses ---------------------------------------------------------------------------
 
@@ -95,6 +104,12 @@ class RandomAgent(Agent):
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
         self._space.seed(seed)
+
+    def fork(self, seed: int | None) -> RandomAgent:
+        twin = copy.copy(self)
+        twin._space = MaskedMultiDiscrete(self.codec.nvec)  # its generator is the agent's random state
+        twin.reset(seed)
+        return twin
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
         if self._tokens:

@@ -172,13 +172,15 @@ def check_compatible(checkpoint: Mapping[str, Any], env_options: Mapping[str, An
 
 
 class PolicyNet:
-    """The actor's weights as numpy arrays; ``logits(x)`` for one or a batch of scaled observations."""
+    """The actor's weights as numpy arrays; ``logits(x)`` for one or a batch of scaled observations. In float64:
+    one observation and a batch go through different BLAS kernels, whose float32 roundings could tip an argmax
+    between near-equal logits; in float64 a game plays the same alone or in a batch (``evaluation.batched``)."""
 
     def __init__(self, policy: Mapping[str, Any]) -> None:
         state = policy["state_dict"]
         n_layers = len(policy["hidden"]) + 1
-        self.weights = [_numpy(state[f"layers.{i}.weight"]).T.copy() for i in range(n_layers)]
-        self.biases = [_numpy(state[f"layers.{i}.bias"]) for i in range(n_layers)]
+        self.weights = [_numpy(state[f"layers.{i}.weight"]).T.astype(np.float64) for i in range(n_layers)]
+        self.biases = [_numpy(state[f"layers.{i}.bias"]).astype(np.float64) for i in range(n_layers)]
         self.activation = ACTIVATIONS[policy["activation"]]
         self.obs_size = int(policy["obs_size"])
         self.nvec = np.asarray(policy["nvec"], dtype=np.int64)
@@ -186,7 +188,7 @@ class PolicyNet:
             raise ValueError("the policy's weights do not fit its obs_size and nvec")
 
     def logits(self, x: np.ndarray) -> np.ndarray:
-        h = np.asarray(x, dtype=np.float32)
+        h = np.asarray(x, dtype=np.float64)
         for w, b in zip(self.weights[:-1], self.biases[:-1]):
             h = self.activation(h @ w + b)
         return h @ self.weights[-1] + self.biases[-1]

@@ -145,16 +145,32 @@ def play_task(task: GameTask, env_options: Mapping[str, Any]) -> GameResult:
     return play_game(agents, env_options, task.seed, names=task.names, record=True)  # games.jsonl replays each game
 
 
-def _play_packed(packed: tuple[GameTask, dict[str, Any]]) -> GameResult:
-    return play_task(*packed)
-
-
 def default_workers() -> int:
     return min(2, os.cpu_count() or 1)
 
 
+MAX_CHUNK = 256  # games played side by side on the batched engine
+
+
 def _play_chunk(tasks: Sequence[GameTask], env_options: Mapping[str, Any]) -> list[GameResult]:
+    """Some tasks' games: side by side on the batched engine where every agent and the variant allow it
+    (:mod:`.batched`), else one by one; the same results either way."""
+    from .batched import can_batch, play_batched
+
+    agents = {(n, s): _agent(n, s, env_options) for t in tasks for n, s in zip(t.names, t.specs)}
+    if len(tasks) > 1 and can_batch(list(agents.values()), env_options):
+        return play_batched(tasks, agents, env_options)
     return [play_task(task, env_options) for task in tasks]
+
+
+def _play_packed(packed: tuple[Sequence[GameTask], dict[str, Any]]) -> list[GameResult]:
+    return _play_chunk(*packed)
+
+
+def _chunks(tasks: Sequence[GameTask], parts: int) -> list[Sequence[GameTask]]:
+    """The tasks in order, cut into pieces of at most MAX_CHUNK, at least ``parts`` of them where there are enough."""
+    size = max(1, min(MAX_CHUNK, -(-len(tasks) // max(1, parts))))
+    return [tasks[i : i + size] for i in range(0, len(tasks), size)]
 
 
 def _play_on_ray(tasks: Sequence[GameTask], options: dict[str, Any], address: str, workers: int | None, bar: Any):
@@ -211,16 +227,15 @@ def play_tasks(
     results: list[GameResult] = []
     with bar:
         if workers == 1 or len(tasks) <= 1:
-            for task in tasks:
-                results.append(play_task(task, options))
-                bar.update()
+            for part in _chunks(tasks, 4):
+                results += _play_chunk(part, options)
+                bar.update(len(part))
         else:
-            chunk = max(1, min(16, len(tasks) // (workers * 8)))
             # workers ignore Ctrl-C and SIGTERM: one killed by a signal to the process group would hang imap
             with worker_pool(min(workers, len(tasks))) as pool:
-                for result in pool.imap(_play_packed, ((t, options) for t in tasks), chunksize=chunk):
-                    results.append(result)
-                    bar.update()
+                for part in pool.imap(_play_packed, ((c, options) for c in _chunks(tasks, workers * 4))):
+                    results += part
+                    bar.update(len(part))
     return results
 
 

@@ -1,0 +1,137 @@
+"""Evaluation games on the batched engine: a chunk of the schedule played side by side, the same games as one by one.
+
+:func:`play_batched` plays the games of many :class:`~.runner.GameTask` at once on a
+:class:`revolution_env.batched.BatchedGame`, and gives the same :class:`GameResult` for each as
+``runner.play_task`` does alone: the same game seed, each seat's agent a :meth:`Agent.fork` reset with the seed
+``GameRunner`` would give it (so its random draws are the ones it would make alone), observations and masks built by
+:class:`revolution_env.batched.BatchedView` (identical to the environment's), and, in two-player games, D9's coin
+flip drawn from the game's own coin stream, as the scalar engine draws it. ``tests/test_evaluation.py`` compares
+both paths game by game, scenarios included.
+
+What is batched: the engine's steps, the observations and masks of all waiting seats, and a deterministic
+checkpoint policy's forward pass (one per step for every game it plays in). Random agents and the heuristic bots
+decide seat by seat (each with its own random stream; the bots are compiled, :mod:`revolution_env.agents.compiled`).
+
+The scalar path remains for what the batched engine does not play: the first edition, the token action mode, and
+agents other than ``random``, the heuristics and checkpoint policies (:func:`can_batch`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..agents.base import Agent, RandomAgent
+from ..agents.checkpoint import PolicyAgent
+from ..agents.heuristics import HeuristicBot
+from ..agents.runner import GameResult, IllegalMoveError, agent_seed
+from ..batched import BatchedGame
+from ..batched import kernels as K
+from ..batched.engine import clean_bids_batch, priority_by_rule_batch
+from ..batched.view import BatchedView
+from ..engine.game import Decision, make_layout
+from ..env.core import EnvConfig
+from ..env.encoding import Codec
+from ..env.observation import ObservationLayout
+
+BATCHABLE = (RandomAgent, HeuristicBot, PolicyAgent)
+
+
+def can_batch(agents: Sequence[Agent], env_options: Mapping[str, Any]) -> bool:
+    """Whether games of these agents in this variant can be played on the batched engine."""
+    if env_options.get("first_edition") or env_options.get("action_mode", "bid") != "bid":
+        return False
+    return all(isinstance(a, BATCHABLE) for a in agents)
+
+
+def play_batched(
+    tasks: Sequence[Any], agents: Mapping[tuple[str, str], Agent], env_options: Mapping[str, Any]
+) -> list[GameResult]:
+    """The results of ``tasks`` (``GameTask``: index, seed, names, specs), in order, each game recorded as a
+    scenario; ``agents[(name, spec)]`` is the loaded agent of a seat."""
+    options = {k: v for k, v in env_options.items() if k not in ("illegal", "render_mode")}
+    layout = make_layout(EnvConfig.from_options(options).rules)
+    codec = Codec(layout)
+    view = BatchedView(codec, ObservationLayout(codec))
+    n, P = len(tasks), layout.players
+    seeds = np.array([t.seed for t in tasks], dtype=np.int64)
+    game = BatchedGame(layout, n, seeds=seeds)
+    # each (game, seat): its own copy of the seat's agent, reset as GameRunner resets it for that game
+    base = [[agents[(name, spec)] for name, spec in zip(t.names, t.specs)] for t in tasks]
+    forks = [[a.fork(agent_seed(int(t.seed), s)) for s, a in enumerate(row)] for t, row in zip(tasks, base)]
+    coins = None
+    if layout.scheming >= 0:  # D9's coin: the scalar engine's first stream of the game's seed
+        coins = [np.random.default_rng(np.random.SeedSequence(int(s)).spawn(2)[0]) for s in seeds]
+    everyone = np.arange(n)
+    while not game.over.all():
+        kind = game.kind
+        bidding = everyone[(kind == K.K_BID) & ~game.over]
+        if len(bidding):
+            bids = np.zeros((len(bidding), P, codec.T, 3), dtype=np.int64)
+            for seat in range(P):
+                seats = np.full(len(bidding), seat)
+                actions = _actions(view, game, bidding, seats, K.K_BID, base, forks, tasks)
+                bids[:, seat] = view.bid_counts(actions, game.tokens[bidding, seat])
+            priority = None
+            if coins is not None:
+                ruled = priority_by_rule_batch(clean_bids_batch(bids, layout)[0], layout)
+                priority = np.array([-1 if r >= 0 else int(coins[g].integers(2)) for g, r in zip(bidding, ruled)])
+            game.submit_bids(bidding, bids, priority=priority)
+        choosing = everyone[(game.kind >= K.K_GUY) & ~game.over]
+        if len(choosing):
+            seats = game.decider[choosing].copy()
+            kinds = game.kind[choosing].copy()
+            values = np.zeros(len(choosing), dtype=np.int64)
+            for k in np.unique(kinds).tolist():
+                rows = np.flatnonzero(kinds == k)
+                actions = _actions(view, game, choosing[rows], seats[rows], k, base, forks, tasks)
+                values[rows] = view.engine_choices(actions[:, 0], seats[rows], kinds[rows])
+            game.choose(choosing, values)
+    records = game.snapshot(everyone)
+    results = []
+    for i, task in enumerate(tasks):
+        support = game.final_support[i]
+        results.append(
+            GameResult(
+                agents=tuple(task.names),
+                support=tuple(int(x) for x in support[:P]),
+                winners=tuple(int(w) for w in np.flatnonzero(game.final_win[i])),
+                rounds=int(game.round[i]),
+                truncated=bool(game.truncated[i]),
+                puppet_support=int(support[P]) if layout.puppet >= 0 else None,
+                seed=int(task.seed),
+                scenario=records.export(i),
+            )
+        )
+    return results
+
+
+def _actions(view, game, games, seats, kind, base, forks, tasks) -> np.ndarray:
+    """The actions (n, D) of the agents in ``seats`` of ``games``, all facing decision ``kind``: a deterministic
+    policy's in one forward pass per agent, every other agent's game by game (its own random stream)."""
+    kinds = np.full(len(games), kind, dtype=np.int64)
+    obs = view.observe(game, games, seats, kinds)
+    masks = view.masks(game, games, seats, kinds)
+    actions = np.zeros((len(games), len(view.codec.nvec)), dtype=np.int64)
+    info = {"decision": Decision(int(kind)), "illegal_action": 0}
+    shared: dict[int, list[int]] = {}
+    for j, (g, s) in enumerate(zip(games.tolist(), seats.tolist())):
+        agent = base[g][s]
+        if isinstance(agent, PolicyAgent) and agent.deterministic:
+            shared.setdefault(id(agent), []).append(j)
+        else:
+            actions[j] = forks[g][s].act({"observation": obs[j], "action_mask": masks[j].view(np.int8)}, info)
+    for rows in shared.values():
+        g, s = int(games[rows[0]]), int(seats[rows[0]])
+        actions[rows] = base[g][s].act_batch(obs[rows], masks[rows], kinds[rows])
+    legal = view.legal(actions, masks)
+    if not legal.all():
+        j = int(np.flatnonzero(~legal)[0])
+        g, s = int(games[j]), int(seats[j])
+        why = view.codec._why(actions[j], masks[j].view(np.int8), Decision(int(kind)))
+        raise IllegalMoveError(
+            f"agent {tasks[g].names[s]!r} (seat {s}) played an illegal action (game seed {tasks[g].seed}): {why}"
+        )
+    return actions
