@@ -16,6 +16,7 @@ import revolution_env
 from revolution_env.agents import compiled
 from revolution_env.agents.heuristics import ValueBot
 from revolution_env.agents.loading import load_agent
+from revolution_env.agents.runner import GameRunner
 
 needs_numba = pytest.mark.skipif(not compiled.COMPILED, reason="Numba is not installed (pip install -e '.[fast]')")
 
@@ -93,17 +94,10 @@ def test_every_decision_kind_is_compared(built):
 
 def test_a_batch_is_the_rows_in_turn(built):
     """act_batch (the vector env's call) draws as one act call per row, in row order."""
-    env = revolution_env.env(players=3)
     rows = []
+    runner = GameRunner([load_agent("random", players=3) for _ in range(3)], {"players": 3})
     for seed in range(3):
-        env.reset(seed=seed)
-        for _agent in env.agent_iter():
-            obs, _, term, trunc, info = env.last()
-            if term or trunc:
-                env.step(None)
-                continue
-            rows.append((obs, info))
-            env.step(load_agent("random", players=3).act(obs, info))
+        runner.play(seed, on_step=lambda env, agent, obs, info, action: rows.append((obs, info)))
     for name in ("value", "bargain", "area"):
         one, many = load_agent(name, players=3), load_agent(name, players=3)
         one.reset(5)
