@@ -138,7 +138,7 @@ def test_fixed_seat_margin_reward_and_mask_in_obs() -> None:
 
 
 def test_heuristic_opponents_play_in_the_vector_env() -> None:
-    """The heuristic bots are called per game on batched observations; whole games finish and replay."""
+    """The heuristic bots answer all their games in one act_batch call per step; whole games finish and replay."""
     env = revolution_env.vector_env(3, players=2, opponents="value")
     env.reset(seed=4)
     finished = []
@@ -151,6 +151,19 @@ def test_heuristic_opponents_play_in_the_vector_env() -> None:
     mixed = revolution_env.vector_env(2, players=3, opponents=["random", "area"])
     mixed.reset(seed=1)
     for _ in play(mixed, 5):
+        pass
+
+
+def test_an_opponent_without_act_batch_is_played_game_by_game_with_a_warning() -> None:
+    from revolution_env.agents.base import RandomAgent
+
+    class Slow(RandomAgent):  # an agent of the user's: act() only
+        name = "slow"
+
+    with pytest.warns(UserWarning, match="'slow' has no act_batch"):
+        env = revolution_env.vector_env(2, players=3, opponents=[Slow(players=3), "random"])
+    env.reset(seed=0)
+    for _ in play(env, 3):
         pass
 
 

@@ -149,6 +149,7 @@ class RevolutionVectorEnv(VectorEnv):
         self._np_random, self._np_random_seed = seeding.np_random(None)
         self.game = BatchedGame(L, n, rng=self._np_random)
         # opponents: a table of distinct opponents, and per game and absolute seat an index into it (-1: learner)
+        self._warned: set[str] = set()
         self._table: list[_Opponent] = [_Opponent("random")]
         self._index: dict[int, int] = {}
         self.league = None
@@ -158,7 +159,6 @@ class RevolutionVectorEnv(VectorEnv):
         self.opponent_of = np.full((n, P), -1, dtype=np.int64)
         self._finished: list[Any] = []
         self._finished_count = 0
-        self._warned: set[str] = set()
         self._started = False
         self._kinds = np.zeros(n, dtype=np.int64)
         self._masks = np.zeros((n, self.codec.size), dtype=bool)
@@ -218,8 +218,15 @@ class RevolutionVectorEnv(VectorEnv):
                 return 0
             key = id(spec)
             if key not in self._index:
+                label = name or getattr(spec, "name", type(spec).__name__)
+                if not hasattr(spec, "act_batch"):
+                    self._warn_once(
+                        f"per-game {label}",
+                        f"opponents: {label!r} has no act_batch(observations, masks, decisions): it is played game "
+                        "by game through act(), at its own speed",
+                    )
                 self._index[key] = len(self._table)
-                self._table.append(_Opponent(name or getattr(spec, "name", type(spec).__name__), spec))
+                self._table.append(_Opponent(label, spec))
             return self._index[key]
         raise ValueError(f"opponents: expected an agent spec (a name or a checkpoint path) or an Agent, got {spec!r}")
 
