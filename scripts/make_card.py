@@ -30,6 +30,9 @@ def main() -> None:
         "--config", action="append", required=True, help="the config file of each training stage, first first"
     )
     parser.add_argument("--note", default="", help="a paragraph for the card (what was tried, what is missing)")
+    parser.add_argument(
+        "--exploit", action="append", default=[], help="a `revolution exploit` run folder (its exploit.json)"
+    )
     args = parser.parse_args()
 
     path = Path(args.checkpoint)
@@ -44,8 +47,12 @@ def main() -> None:
                 "results": str(folder),
                 "config": results["config"],
                 "agents": results["agents"],
+                **({"gauntlet": results["gauntlet"]} if "gauntlet" in results else {}),
             }  # fmt: skip
         )
+    exploits = [
+        json.loads((Path(folder) / "exploit.json").read_text()) | {"run": str(folder)} for folder in args.exploit
+    ]
     card = {
         "checkpoint": path.name,
         "env": ckpt["env"],
@@ -61,6 +68,7 @@ def main() -> None:
         "saved_at": ckpt.get("saved_at"),
         "config": ckpt.get("config"),
         "evaluations": evaluations,
+        "exploitability": exploits,
         "note": args.note,
     }
     path.with_suffix(".json").write_text(json.dumps(card, indent=1) + "\n")
@@ -81,20 +89,47 @@ def main() -> None:
     if args.note:
         lines += [args.note, ""]
     for ev in evaluations:
-        lines += [
-            f"## `{ev['command']}`",
-            "",
-            f"Report: `{ev['results']}/report.md`.",
-            "",
-            "| agent | games | win rate | 95% CI | mean support | rating |",
-            "|---|--:|--:|--:|--:|--:|",
-        ]
+        lines += [f"## `{ev['command']}`", "", f"Report: `{ev['results']}/report.md`.", ""]
+        if "gauntlet" in ev:
+            g = ev["gauntlet"]
+            worst = g["worst"]
+            lo, hi = worst["win_rate_ci95"]
+            lines += [
+                f"Worst table: {', '.join(worst['opponents'])}, {worst['win_rate']:.3f} [{lo:.3f}, {hi:.3f}] "
+                f"(chance {g['chance']:.3f}).",
+                "",
+                "| opponents | games | win rate | 95% CI |",
+                "|---|--:|--:|--:|",
+            ]
+            for row in g["tables"]:
+                lo, hi = row["win_rate_ci95"]
+                lines.append(
+                    f"| {', '.join(row['opponents'])} | {row['games']} | {row['win_rate']:.3f} | [{lo:.3f}, {hi:.3f}] |"
+                )
+            lines.append("")
+        lines += ["| agent | games | win rate | 95% CI | mean support | rating |", "|---|--:|--:|--:|--:|--:|"]
         for name, a in ev["agents"].items():
             lo, hi = a["win_rate_ci95"]
             lines.append(
                 f"| {name} | {a['games']} | {a['win_rate']:.3f} | [{lo:.3f}, {hi:.3f}] | {a['mean_support']:.1f} |"
                 f" {a['rating']['mu']:.1f} ± {a['rating']['sigma']:.1f} |"
             )
+        lines.append("")
+    if exploits:
+        lines += [
+            "## Approximate exploitability (`revolution exploit`)",
+            "",
+            "A fresh best response trained against the agent in every other seat, then measured on fresh games "
+            "(`training/exploit.py`: a lower bound).",
+            "",
+            "| agent | steps | best response win rate | 95% CI | games | chance | run |",
+            "|---|--:|--:|--:|--:|--:|---|",
+        ]
+        for e in exploits:
+            f = e["final"]
+            lo, hi = f["win_rate_ci95"]
+            lines.append(f"| {e['target']} | {e['steps']:,} | {f['win_rate']:.3f} | [{lo:.3f}, {hi:.3f}] | {f['games']} | "
+                         f"{e['chance']:.3f} | `{e['run']}` |")  # fmt: skip
         lines.append("")
     path.with_suffix(".md").write_text("\n".join(lines))
     print(f"written: {path.with_suffix('.md')}, {path.with_suffix('.json')}")

@@ -114,6 +114,8 @@ def test_shipped_configs_load(path):
         ("players: 2\nbid_refunds: false", "bid_refunds: the two-player variant"),
         ("init_from: 3", "init_from: expected a non-empty string, got 3"),
         ("- a list", "expected a mapping of options"),
+        ("", "the config is empty"),
+        ("# only a comment\n", "the config is empty"),
     ],
 )
 def test_a_bad_config_names_the_file_and_the_key(tmp_path, text, message):

@@ -408,7 +408,9 @@ def load_config(path: str | Path) -> TrainConfig:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         raise ValueError(f"{path}: not valid YAML: {problem}{where}") from None
-    return from_dict({} if data is None else data, str(path))
+    if data is None:  # an empty file is a mistake (a failed edit, a wrong path), not "all defaults"
+        raise ValueError(f"{path}: the config is empty (give at least one key, e.g. players: 3)")
+    return from_dict(data, str(path))
 
 
 def dump_config(config: TrainConfig) -> str:
