@@ -314,3 +314,29 @@ def test_gymnasium_vector_wrappers_see_the_episodes() -> None:
             np.testing.assert_array_equal(info["episode"]["r"][done], rewards[done])  # the only non-zero reward
             episodes += int(done.sum())
     assert episodes >= 4
+
+
+def test_opponents_asked_in_threads_play_the_same_games(monkeypatch) -> None:
+    """Several agents decide in parallel threads (vector._agents_act); each draws from its own generator, so the
+    games are those of one agent after the other."""
+    from revolution_env.batched import vector
+
+    def run(threads: int) -> list:
+        monkeypatch.setattr(vector, "_threads", lambda: threads)
+        monkeypatch.setattr(vector, "_POOL", [])
+        env = revolution_env.vector_env(6, players=4, opponents=["value", "bargain", "area"])
+        env.reset(seed=3)
+        rng = np.random.default_rng(0)
+        out = []
+        for _ in range(40):
+            obs, rewards, terminated, truncated, _ = env.step(random_actions(env, rng))
+            out.append((obs.copy(), rewards.copy(), terminated.copy()))
+        return out + [scenario for scenario, _ in env.pop_finished()]
+
+    one, three = run(1), run(3)
+    assert len(one) == len(three)
+    for a, b in zip(one, three):
+        if isinstance(a, tuple):
+            assert all(np.array_equal(x, y) for x, y in zip(a, b))
+        else:
+            assert a == b

@@ -23,8 +23,10 @@ Not supported: the first edition (``ValueError`` at construction) and rendering.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import gymnasium
@@ -51,7 +53,24 @@ try:
 except ImportError:  # gymnasium 1.0 names no autoreset modes (its own vector envs reset on the next step)
     SAME_STEP = "SameStep"
 
-DEFAULT_OPPONENT = "value"  # the strongest heuristic, as gym_env's default (ENVIRONMENT.md, "Single agent")
+DEFAULT_OPPONENT = "value"
+_POOL: list[ThreadPoolExecutor] = []
+
+
+def _threads() -> int:
+    """Threads for opponents' decisions: ``REVOLUTION_THREADS``, else the cores this process may use."""
+    try:
+        return max(1, int(os.environ.get("REVOLUTION_THREADS", "")))
+    except ValueError:
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _pool() -> ThreadPoolExecutor:
+    if not _POOL:
+        _POOL.append(ThreadPoolExecutor(max_workers=_threads(), thread_name_prefix="opponents"))
+    return _POOL[0]  # the strongest heuristic, as gym_env's default (ENVIRONMENT.md, "Single agent")
+
+
 KEEP_FINISHED = 100_000  # finished games kept for pop_finished() before the oldest are dropped
 
 
@@ -423,6 +442,7 @@ class RevolutionVectorEnv(VectorEnv):
     def _opponent_bids(self, games: np.ndarray, bids: np.ndarray) -> None:
         """Every opponent's bid in ``games`` (all waiting for bids), written into ``bids`` (n, players, T, 3)."""
         opp = self.opponent_of[games]  # (n, players)
+        jobs = []
         for index in np.unique(opp[opp >= 0]).tolist():
             rows, seats = np.nonzero(opp == index)
             g = games[rows]
@@ -430,9 +450,17 @@ class RevolutionVectorEnv(VectorEnv):
             if opponent.batched:
                 bids[rows, seats] = self._random_bids(self.game.tokens[g, seats])
             else:
-                kinds = np.full(len(g), K.K_BID, dtype=np.int64)
-                actions = self._agent_actions(opponent, g, seats, kinds)
-                bids[rows, seats] = self.view.bid_counts(actions, self.game.tokens[g, seats])
+                jobs.append((opponent, g, seats, np.full(len(g), K.K_BID, dtype=np.int64), (rows, seats)))
+        for (rows, seats), actions in zip([j[4] for j in jobs], self._agents_act(jobs)):
+            bids[rows, seats] = self.view.bid_counts(actions, self.game.tokens[games[rows], seats])
+
+    def _agents_act(self, jobs: list[tuple]) -> list[np.ndarray]:
+        """The actions of several agents, each for its games (``_agent_actions``): in threads where there are
+        several, since each agent decides from its own state alone (the compiled bots and NumPy release the GIL);
+        the results are those of one after the other."""
+        if len(jobs) < 2 or _threads() < 2:
+            return [self._agent_actions(*job[:4]) for job in jobs]
+        return list(_pool().map(lambda job: self._agent_actions(*job[:4]), jobs))
 
     def _play_opponents(self) -> None:
         """Opponents' non-bid decisions (Guy, Spy, Apothecary) until every game waits for the learner or is over."""
@@ -446,6 +474,7 @@ class RevolutionVectorEnv(VectorEnv):
             kinds = kind[waiting]
             values = np.zeros(len(waiting), dtype=np.int64)
             which = self.opponent_of[waiting, seats]
+            jobs = []
             for index in np.unique(which).tolist():
                 rows = np.flatnonzero(which == index)
                 opponent = self._table[index]
@@ -453,10 +482,11 @@ class RevolutionVectorEnv(VectorEnv):
                 if opponent.batched:
                     allowed = self.view.choice_masks(game, g, s, k)
                     score = self.np_random.random((len(g), self.codec.C)) + allowed
-                    choice = score.argmax(1)
+                    values[rows] = self.view.engine_choices(score.argmax(1), s, k)
                 else:
-                    choice = self._agent_actions(opponent, g, s, k)[:, 0]
-                values[rows] = self.view.engine_choices(choice, s, k)
+                    jobs.append((opponent, g, s, k, rows))
+            for (_, _, s, k, rows), actions in zip(jobs, self._agents_act(jobs)):
+                values[rows] = self.view.engine_choices(actions[:, 0], s, k)
             game.choose(waiting, values)
 
     def _random_bids(self, held: np.ndarray) -> np.ndarray:
