@@ -98,7 +98,7 @@ def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--final-games", type=positive_int, default=600, help="fresh games of the best checkpoint at the end"
     )
     p.add_argument("--n-envs", type=positive_int, default=64, help="games stepped together by the batched engine")
-    p.add_argument("--reward", choices=("win_loss", "margin"), default="win_loss")
+    p.add_argument("--reward", choices=("win_loss", "margin"), default="margin", help="the best response's reward")
     p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", help="play the final games on Ray")
     p.set_defaults(func=cmd_exploit)
     return p
