@@ -98,9 +98,11 @@ def untrained_checkpoint(tmp_path: Path, **env_options) -> Path:
 def test_shipped_configs_load(path):
     config = load_config(path)
     assert config.p_latest + config.p_past + config.p_heuristics == pytest.approx(1.0)
-    if config.init_from:  # a later stage starts from the run of an earlier stage's config, or from a shipped bot
+    if config.init_from:  # a later stage starts from the run of an earlier stage's config (the folder, or a
+        # checkpoint in it such as its latest.pt), or from a shipped bot
         runs = {load_config(p).out for p in (ROOT / "configs").glob("*.yaml")}
-        assert config.init_from in runs or (ROOT / config.init_from).is_file()
+        source = Path(config.init_from)
+        assert config.init_from in runs or source.parent.as_posix() in runs or (ROOT / source).is_file()
 
 
 @pytest.mark.parametrize(
