@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import revolution_env
 from revolution_env.agents.base import Agent, RandomAgent
 from revolution_env.agents.loading import load_agent
 from revolution_env.evaluation import (
@@ -208,6 +209,7 @@ def test_the_same_seed_gives_the_same_evaluation_whatever_the_workers():
         (["random", "value"], {"players": 2}),  # the puppet, D9's coin flips
         (["area", "random", "bargain", "value"], {"players": 4, "bid_refunds": True}),
         (["checkpoints/three_players.pt", "value", "random"], {}),  # one forward pass for many games
+        (["checkpoints/two_players.pt:sample", "value"], {"players": 2}),  # a sampling policy: its own stream
         (["bargain", "area", "random"], {"area_control_bonus": True}),
     ],
 )
@@ -251,6 +253,26 @@ def test_load_agent_knows_random_and_rejects_the_unknown():
     assert isinstance(load_agent("random", players=4), RandomAgent)
     with pytest.raises(ValueError, match=r"unknown agent spec 'nobody'.*random"):
         load_agent("nobody", players=3)
+
+
+def test_a_checkpoint_spec_with_sample_plays_a_seeded_mixed_strategy():
+    greedy = load_agent(str(SHIPPED_3P), players=3)
+    sampling = load_agent(f"{SHIPPED_3P}:sample", players=3)
+    assert greedy.deterministic and not sampling.deterministic
+    env = revolution_env.env(players=3)
+    env.reset(seed=0)
+    obs = env.observe(env.agent_selection)
+    info = env.infos[env.agent_selection]
+
+    def plays(agent, seed):
+        agent.reset(seed)
+        return [tuple(agent.act(obs, info)) for _ in range(20)]
+
+    assert plays(sampling, 1) == plays(sampling, 1)  # seeded by reset
+    assert plays(sampling, 1) != plays(sampling, 2)
+    assert len(set(plays(sampling, 1))) > 1 and len(set(plays(greedy, 1))) == 1
+    with pytest.raises(ValueError, match="no such checkpoint file"):
+        load_agent("nowhere.pt:sample", players=3)
 
 
 def test_a_checkpoint_is_loaded_without_the_training_package(tmp_path, monkeypatch):
@@ -408,6 +430,8 @@ def test_checkpoint_paths_are_named_by_folder_and_stem():
         "b/latest": "runs/b/latest.pt",
         "value#2": "value",
     }
+    sampling = name_agents(["checkpoints/three_players.pt", "checkpoints/three_players.pt:sample"])
+    assert list(sampling) == ["checkpoints/three_players", "checkpoints/three_players:sample"]
 
 
 def test_wilson_interval_is_exact_at_zero_and_all_wins_and_holds_the_rate():

@@ -88,7 +88,11 @@ def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Train a fresh policy against AGENT (a checkpoint or a heuristic) in every other seat and "
         "report its win rate over training and at the end, with 95%% intervals (see training/exploit.py).",
     )
-    p.add_argument("agent", metavar="AGENT", help="a checkpoint (.pt) or a heuristic's name (value, bargain, ...)")
+    p.add_argument(
+        "agent",
+        metavar="AGENT",
+        help="a checkpoint (.pt; PATH.pt:sample samples its policy) or a heuristic (value, ...)",
+    )
     p.add_argument("--players", type=int, help="players (a checkpoint's own by default; else 3)")
     p.add_argument("--steps", type=positive_int, default=200_000, help="learner steps of the best response")
     p.add_argument("--out", help="the run folder (default runs/exploit/<agent>); an existing one is resumed")

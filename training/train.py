@@ -48,6 +48,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
+from revolution_env.agents.loading import checkpoint_path
 from revolution_env.workers import (
     Terminated,
     ignore_stop_signals,
@@ -648,7 +649,10 @@ def train_best_response(
     existing run there is resumed), then measure it (``training.exploit`` documents the method and its limits).
     An interrupted run has saved: the same call continues it."""
     config = exploit_config(target, players, steps, seed, eval_games, **changes)
-    folder = Path(out) if out is not None else Path("runs/exploit") / Path(target).stem
+    if out is None:  # runs/exploit/<stem>, and <stem>-sample for a sampling checkpoint (PATH:sample)
+        path = checkpoint_path(target)
+        out = Path("runs/exploit") / (Path(path).stem + ("-sample" if path != target else ""))
+    folder = Path(out)
     result = train(config, out=folder, resume=read_state(folder) is not None, progress=progress)
     if result.interrupted:
         raise Terminated if result.signal == signal.SIGTERM else KeyboardInterrupt

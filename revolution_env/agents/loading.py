@@ -1,7 +1,9 @@
 """Build an agent from a spec string: ``random``, a heuristic's name, or a checkpoint file.
 
 Specs are what the command line and the evaluation reports call agents. A checkpoint (a ``.pt`` file, or any
-existing file) is loaded by :mod:`.checkpoint` (torch reads the file; no training library is needed).
+existing file) is loaded by :mod:`.checkpoint` (torch reads the file; no training library is needed). It plays its
+most likely legal action; with ``:sample`` after the path (``checkpoints/two_players.pt:sample``) it samples from
+its masked distribution instead (a mixed strategy, seeded by the agent's ``reset``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from .base import Agent, RandomAgent
 
 CHECKPOINT_SUFFIXES = (".zip", ".pt")
+SAMPLING = ":sample"  # after a checkpoint's path: the policy samples its actions instead of taking the argmax
 
 
 def _heuristics() -> Mapping[str, Callable[..., Agent]]:
@@ -32,22 +35,30 @@ def known_specs() -> list[str]:
     return ["random", *sorted(_heuristics())]
 
 
+def checkpoint_path(spec: str) -> str:
+    """The file a checkpoint spec names: the spec without its ``:sample`` suffix."""
+    return spec.removesuffix(SAMPLING)
+
+
 def is_checkpoint(spec: str) -> bool:
-    return spec.endswith(CHECKPOINT_SUFFIXES) or os.path.exists(spec)
+    path = checkpoint_path(spec)
+    return path.endswith(CHECKPOINT_SUFFIXES) or os.path.exists(path)
 
 
-def load_checkpoint_agent(path: str, **env_options: Any) -> Agent:
-    """A trained policy as an agent (:func:`.checkpoint.load_policy_agent`)."""
+def load_checkpoint_agent(spec: str, **env_options: Any) -> Agent:
+    """A trained policy as an agent (:func:`.checkpoint.load_policy_agent`), sampling if the spec ends with
+    ``:sample``."""
     from .checkpoint import load_policy_agent
 
-    return load_policy_agent(path, **env_options)
+    return load_policy_agent(checkpoint_path(spec), deterministic=not spec.endswith(SAMPLING), **env_options)
 
 
 def load_agent(spec: str, **env_options: Any) -> Agent:
     """The agent a spec names, built for these environment options.
 
     ``"random"`` is :class:`RandomAgent`; a heuristic's name comes from
-    ``revolution_env.agents.heuristics.HEURISTICS``; a ``.zip``/``.pt`` path or an existing file is a checkpoint.
+    ``revolution_env.agents.heuristics.HEURISTICS``; a ``.zip``/``.pt`` path or an existing file is a checkpoint
+    (playing its argmax; ``PATH:sample`` samples instead).
     An unknown spec raises ``ValueError`` listing the known names.
     """
     if not isinstance(spec, str) or not spec:
@@ -59,4 +70,6 @@ def load_agent(spec: str, **env_options: Any) -> Agent:
         return heuristics[spec](**env_options)
     if is_checkpoint(spec):
         return load_checkpoint_agent(spec, **env_options)
-    raise ValueError(f"unknown agent spec {spec!r} (known: {', '.join(known_specs())}, or a checkpoint file .zip/.pt)")
+    raise ValueError(
+        f"unknown agent spec {spec!r} (known: {', '.join(known_specs())}, or a checkpoint file .zip/.pt, optionally with {SAMPLING})"
+    )

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..agents.base import Agent
-from ..agents.loading import load_agent
+from ..agents.loading import CHECKPOINT_SUFFIXES, checkpoint_path, load_agent
 from ..agents.runner import GameResult, play_game
 from ..workers import worker_pool
 from .stats import AgentStats, aggregate, head_to_head, summary, wilson_interval
@@ -73,14 +73,16 @@ class Evaluation:
 
 
 def display_name(spec: str) -> str:
-    """A checkpoint path is named by its folder and file stem (``checkpoints/three_players``), other specs as
-    they are written."""
-    if "/" not in spec and os.sep not in spec and not spec.endswith((".pt", ".zip")):
+    """A checkpoint path is named by its folder and file stem (``checkpoints/three_players``, and
+    ``checkpoints/three_players:sample`` for a sampling one), other specs as they are written."""
+    path = checkpoint_path(spec)
+    if "/" not in path and os.sep not in path and not path.endswith(CHECKPOINT_SUFFIXES):
         return spec
-    path = os.path.normpath(spec)
+    sampling = spec[len(path) :]
+    path = os.path.normpath(path)
     stem = os.path.splitext(os.path.basename(path))[0]
     parent = os.path.basename(os.path.dirname(path))
-    return f"{parent}/{stem}" if parent else stem
+    return (f"{parent}/{stem}" if parent else stem) + sampling
 
 
 def name_agents(specs: Sequence[str]) -> dict[str, str]:

@@ -39,12 +39,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def check_agents(specs: list[str]) -> None:
-    from ...agents.loading import is_checkpoint, known_specs
+    from ...agents.loading import checkpoint_path, is_checkpoint, known_specs
 
     for spec in specs:
         if spec in known_specs():
             continue
-        if not is_checkpoint(spec) or not os.path.isfile(spec):
+        if not is_checkpoint(spec) or not os.path.isfile(checkpoint_path(spec)):
             raise ValueError(f"--agents: {spec!r} is neither a known agent ({', '.join(known_specs())}) nor a file")
 
 
