@@ -239,6 +239,17 @@ class TwoKindsLeague:
         return "random" if rng.random() < 0.5 else "area"
 
 
+def test_the_same_seed_gives_the_same_games_with_a_league() -> None:
+    """Opponents a league brings in after reset (here each env loads its own area bot) are seeded from the env."""
+
+    def trajectory() -> list[bytes]:
+        env = revolution_env.vector_env(4, players=3, opponents=TwoKindsLeague())
+        env.reset(seed=2)
+        return [obs.tobytes() + env.seat.tobytes() for obs, *_ in play(env, 40)]
+
+    assert trajectory() == trajectory()
+
+
 def test_a_league_picks_the_opponents_of_every_new_game_and_seats_are_drawn() -> None:
     league = TwoKindsLeague()
     env = revolution_env.vector_env(4, players=3, opponents=league)

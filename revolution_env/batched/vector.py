@@ -229,8 +229,7 @@ class RevolutionVectorEnv(VectorEnv):
                         "expect the vector env to run at the speed of its forward passes",
                         stacklevel=3,
                     )
-                self._index[key] = len(self._table)
-                self._table.append(_Opponent(spec, agent))
+                self._index[key] = self._add(_Opponent(spec, agent))
             return self._index[key]
         if isinstance(spec, Agent) or callable(getattr(spec, "act", None)):
             if _is_random(spec):
@@ -244,10 +243,17 @@ class RevolutionVectorEnv(VectorEnv):
                         f"opponents: {label!r} has no act_batch(observations, masks, decisions): it is played game "
                         "by game through act(), at its own speed",
                     )
-                self._index[key] = len(self._table)
-                self._table.append(_Opponent(label, spec))
+                self._index[key] = self._add(_Opponent(label, spec))
             return self._index[key]
         raise ValueError(f"opponents: expected an agent spec (a name or a checkpoint path) or an Agent, got {spec!r}")
+
+    def _add(self, opponent: _Opponent) -> int:
+        """Put a new opponent in the table, its generator seeded from the env's: one that a league brings in after
+        ``reset(seed)`` plays the same games for the same seed (``reset`` reseeds those already there)."""
+        if hasattr(opponent.agent, "reset"):
+            opponent.agent.reset(int(self.np_random.integers(2**31)))
+        self._table.append(opponent)
+        return len(self._table) - 1
 
     def _start_games(self, games: np.ndarray) -> None:
         """New games in ``games``: seeds, the learner's seat, the opponents of the other seats."""
