@@ -462,6 +462,24 @@ def test_the_config_has_a_docstring_per_field():
     assert documented == {f for f in TrainConfig.__dataclass_fields__}
 
 
+def test_the_same_config_and_seed_train_the_same_weights(tmp_path):
+    """A whole run (batched games, a PFSP league that brings in its heuristics and snapshots as it goes, PPO) is
+    reproducible from its seed: the weights and the league's results of two runs are the same."""
+    from training.train import LATEST, train
+
+    config = TrainConfig(**{**TINY, "eval_every": 0, "seed": 5, "opponent_sampling": "pfsp",
+                            "heuristics": ["random", "area"], "p_latest": 0.2, "p_past": 0.4, "p_heuristics": 0.4})  # fmt: skip
+    runs = []
+    for name in ("a", "b"):
+        train(config, out=tmp_path / name)
+        weights = read_checkpoint(tmp_path / name / LATEST)["policy"]["state_dict"]
+        league = json.loads((tmp_path / name / "league" / "league.json").read_text())
+        runs.append((weights, league))
+    (a, league_a), (b, league_b) = runs
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert league_a == league_b
+
+
 # --- starting from trained weights (init_from) -------------------------------------------------------------------
 
 
