@@ -414,9 +414,11 @@ def test_a_checkpoint_rewritten_at_the_same_path_is_loaded_again(tmp_path, monke
     path.write_bytes(b"first")
     first = runner._agent("bot", str(path), {"players": 3})
     assert runner._agent("bot", str(path), {"players": 3}) is first  # cached while unchanged
+    sampling = runner._agent("bot:sample", f"{path}:sample", {"players": 3})
     path.write_bytes(b"second, longer")
     assert runner._agent("bot", str(path), {"players": 3}) is not first
-    assert len(loads) == 2
+    assert runner._agent("bot:sample", f"{path}:sample", {"players": 3}) is not sampling  # PATH:sample: its file
+    assert len(loads) == 4
 
 
 def test_checkpoint_paths_are_named_by_folder_and_stem():

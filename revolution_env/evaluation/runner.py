@@ -129,7 +129,7 @@ _MAX_AGENTS = 32
 
 def _agent(name: str, spec: str, env_options: Mapping[str, Any]) -> Agent:
     try:  # a checkpoint rewritten at the same path is a new agent
-        st = os.stat(spec)
+        st = os.stat(checkpoint_path(spec))
         version: tuple = (st.st_mtime_ns, st.st_size)
     except OSError:
         version = ()
