@@ -228,11 +228,11 @@ def _string(v: Any) -> str | None:
 
 def _spec(v: Any) -> str | None:
     """An agent spec that ``load_agent`` will know: random, a heuristic's name, or an existing checkpoint file."""
-    from revolution_env.agents.loading import checkpoint_path, is_checkpoint, known_specs
+    from revolution_env.agents.loading import is_checkpoint_file, known_specs
 
     if not isinstance(v, str) or not v:
         return "an agent spec"
-    if v in known_specs() or (is_checkpoint(v) and Path(checkpoint_path(v)).is_file()):
+    if v in known_specs() or is_checkpoint_file(v):
         return None
     return f"an agent spec ({', '.join(known_specs())}, or a checkpoint file that exists)"
 

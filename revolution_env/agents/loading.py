@@ -45,6 +45,11 @@ def is_checkpoint(spec: str) -> bool:
     return path.endswith(CHECKPOINT_SUFFIXES) or os.path.exists(path)
 
 
+def is_checkpoint_file(spec: str) -> bool:
+    """Whether ``spec`` names a checkpoint whose file exists."""
+    return is_checkpoint(spec) and os.path.isfile(checkpoint_path(spec))
+
+
 def load_checkpoint_agent(spec: str, **env_options: Any) -> Agent:
     """A trained policy as an agent (:func:`.checkpoint.load_policy_agent`), sampling if the spec ends with
     ``:sample``."""

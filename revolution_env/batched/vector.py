@@ -53,7 +53,7 @@ try:
 except ImportError:  # gymnasium 1.0 names no autoreset modes (its own vector envs reset on the next step)
     SAME_STEP = "SameStep"
 
-DEFAULT_OPPONENT = "value"
+DEFAULT_OPPONENT = "value"  # the strongest heuristic, as gym_env's default (ENVIRONMENT.md, "Single agent")
 _POOL: list[ThreadPoolExecutor] = []
 
 
@@ -68,7 +68,7 @@ def _threads() -> int:
 def _pool() -> ThreadPoolExecutor:
     if not _POOL:
         _POOL.append(ThreadPoolExecutor(max_workers=_threads(), thread_name_prefix="opponents"))
-    return _POOL[0]  # the strongest heuristic, as gym_env's default (ENVIRONMENT.md, "Single agent")
+    return _POOL[0]
 
 
 KEEP_FINISHED = 100_000  # finished games kept for pop_finished() before the oldest are dropped

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import sys
 from typing import Any
 
@@ -39,12 +38,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def check_agents(specs: list[str]) -> None:
-    from ...agents.loading import checkpoint_path, is_checkpoint, known_specs
+    from ...agents.loading import is_checkpoint_file, known_specs
 
     for spec in specs:
         if spec in known_specs():
             continue
-        if not is_checkpoint(spec) or not os.path.isfile(checkpoint_path(spec)):
+        if not is_checkpoint_file(spec):
             raise ValueError(f"--agents: {spec!r} is neither a known agent ({', '.join(known_specs())}) nor a file")
 
 
