@@ -172,3 +172,173 @@ def test_a_seed_reaches_the_games_of_the_supersuit_vec_env():
 
     first = game_seeds(3)
     assert first == game_seeds(3) and len(set(first)) == 3 and first != game_seeds(4)
+
+
+def _tianshou_random_games(players: int, episodes: int):
+    """Whole games of Tianshou's masked random players, collected the way its trainers collect them."""
+    pytest.importorskip("tianshou")
+    from tianshou.algorithm import MARLRandomDiscreteMaskedOffPolicyAlgorithm
+    from tianshou.algorithm.multiagent.marl import MultiAgentPolicy
+    from tianshou.data import Collector, VectorReplayBuffer
+    from tianshou.env import DummyVectorEnv, PettingZooEnv
+
+    def make_env():
+        return PettingZooEnv(revolution_env.env(players=players, action_mode="tokens"))
+
+    env = make_env()
+    policy = MultiAgentPolicy(
+        {agent: MARLRandomDiscreteMaskedOffPolicyAlgorithm.Policy(env.action_space) for agent in env.agents}
+    )
+    envs = DummyVectorEnv([make_env for _ in range(2)])
+    envs.seed(players)
+    np.random.seed(players)
+    buffer = VectorReplayBuffer(20_000, 2)
+    Collector(policy, envs, buffer).collect(n_episode=episodes, reset_before_collect=True)
+    return env, buffer
+
+
+def _finished_games(buffer) -> list[np.ndarray]:
+    """The buffer indices of every finished game, in order."""
+    games = []
+    for start, stop in zip(buffer.subbuffer_edges[:-1], buffer.subbuffer_edges[1:]):
+        first = start
+        for end in start + np.flatnonzero(buffer.terminated[start:stop] | buffer.truncated[start:stop]):
+            games.append(np.arange(first, end + 1))
+            first = end + 1
+    return games
+
+
+@pytest.mark.parametrize("players", [2, 3, 4])
+def test_tianshou_seatwise_transitions_give_every_seat_its_final_reward_and_its_own_next_step(players):
+    """The adapter's rewrite (revolution_env.interop.tianshou): in every finished game each seat's rewritten
+    rewards add up to its final reward, its last step and only that one ends its episode, and every other step's
+    next step is the seat's own next step in the same game. Tianshou's own per-agent view (each transition's column
+    of the reward vector) gives the final reward to the seat that moved last only."""
+    from revolution_env.interop.tianshou import seat_transitions
+
+    env, buffer = _tianshou_random_games(players, episodes=3)
+    agent_ids = np.asarray(buffer.obs.agent_id)[: buffer.maxsize]
+    seat_of = np.array([env.agent_idx.get(a, -1) for a in agent_ids])
+    games = _finished_games(buffer)
+    assert len(games) >= 3
+    for game in games:
+        final = buffer.rew[game[-1]]
+        assert sorted(final)[-1] == 1.0 and sorted(final)[0] == -1.0
+        stock_missing = 0
+        for seat in range(players):
+            mine = game[seat_of[game] == seat]
+            view = seat_transitions(buffer, mine, seat_of, seat)
+            assert view["rew"].sum() == pytest.approx(final[seat])
+            assert view["terminated"].tolist() == [False] * (len(mine) - 1) + [True]
+            assert not view["truncated"].any() and not view["unfinished"].any()
+            assert (view["next"][:-1] == mine[1:]).all()
+            stock_missing += buffer.rew[mine, seat].sum() != final[seat]
+        assert stock_missing >= players - 1  # Tianshou's view: only the last mover sees its final reward
+
+
+@pytest.mark.parametrize("players", [2, 3])
+def test_tianshou_seatwise_ppo_gives_every_step_of_a_seat_its_final_reward_as_return(players):
+    """End to end through Tianshou's PPO (one network for every seat, as in examples/tianshou_ppo.py): with
+    gamma = lambda = 1 and a critic that says 0.5 everywhere, every step a seat took in a finished game has that
+    seat's final reward as its return (a return that bootstrapped on the critic somewhere would be off by 0.5), and
+    the buffer's done flags are as they were afterwards."""
+    pytest.importorskip("tianshou")
+    import torch
+    from tianshou.algorithm import PPO
+    from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.utils.net.common import Net
+
+    from revolution_env.interop.tianshou import MaskedActor, ObservationCritic, SeatwiseOnPolicyAlgorithm
+
+    env, buffer = _tianshou_random_games(players, episodes=3)
+    size, n = env.observation_space["observation"].shape, int(env.action_space.n)
+    critic_net = Net(state_shape=size, action_shape=1, hidden_sizes=[8])
+    for parameter in critic_net.parameters():
+        torch.nn.init.zeros_(parameter)
+    torch.nn.init.constant_(critic_net.model.model[-1].bias, 0.5)
+    ppo = PPO(
+        policy=DiscreteActorPolicy(
+            actor=MaskedActor(Net(state_shape=size, action_shape=n, hidden_sizes=[8])), action_space=env.action_space
+        ),
+        critic=ObservationCritic(critic_net),
+        optim=AdamOptimizerFactory(),
+        gamma=1.0,
+        gae_lambda=1.0,
+    )
+    algorithm = SeatwiseOnPolicyAlgorithm(algorithms=[ppo] * players, env=env)
+    done_before = buffer.done.copy()
+    batch, indices = buffer.sample(0)
+    processed = algorithm._preprocess_batch(batch, buffer, indices)
+    assert (buffer.done == done_before).all()
+    final_of = {int(i): buffer.rew[game[-1]] for game in _finished_games(buffer) for i in game}
+    checked = 0
+    for seat, agent in enumerate(env.agents):
+        mine = indices[np.asarray(batch.obs.agent_id) == agent]
+        returns = processed[agent].returns.numpy()
+        for index, value in zip(mine, returns):
+            if int(index) in final_of:
+                assert value == pytest.approx(final_of[int(index)][seat])
+                checked += 1
+    assert checked > 100
+
+
+def test_tianshou_masked_actor_keeps_every_sampled_action_within_the_mask():
+    pytest.importorskip("tianshou")
+    import torch
+    from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
+    from tianshou.data import Batch
+    from tianshou.utils.net.common import Net
+
+    from revolution_env.interop.tianshou import MaskedActor, ObservationCritic
+    from revolution_env.interop.torch import MASKED
+
+    env, buffer = _tianshou_random_games(3, episodes=1)
+    obs = buffer[np.arange(len(buffer))].obs
+    size, n = env.observation_space["observation"].shape, int(env.action_space.n)
+    scale = revolution_env.observation_layout(players=3, action_mode="tokens").scale
+    actor = MaskedActor(Net(state_shape=size, action_shape=n, hidden_sizes=[32]), scale=scale)
+    logits, _ = actor(obs)
+    mask = torch.as_tensor(np.asarray(obs.mask))
+    assert (logits[~mask] == MASKED).all() and (logits[mask] > MASKED).all()
+    policy = DiscreteActorPolicy(actor=actor, action_space=env.action_space)
+    actions = policy(Batch(obs=obs, info=Batch())).act
+    assert mask[torch.arange(len(actions)), torch.as_tensor(actions)].all()
+    critic = ObservationCritic(Net(state_shape=size, action_shape=1, hidden_sizes=[32]), scale=scale)
+    assert critic(obs).shape == (len(actions), 1)
+
+
+def test_tianshou_seatwise_algorithm_lets_every_seat_sample_its_training_games():
+    """Tianshou's trainers mark the policy they train as within a training step; SeatPolicies passes the mark on
+    to each seat's policy, so a PPO with deterministic_eval samples its training games (and plays its mode only
+    outside them). Tianshou's own MultiAgentPolicy keeps the mark to itself."""
+    pytest.importorskip("tianshou")
+    from tianshou.algorithm import PPO
+    from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
+    from tianshou.algorithm.multiagent.marl import MultiAgentOnPolicyAlgorithm
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.env import PettingZooEnv
+    from tianshou.utils.net.common import Net
+    from tianshou.utils.torch_utils import policy_within_training_step
+
+    from revolution_env.interop.tianshou import MaskedActor, ObservationCritic, SeatwiseOnPolicyAlgorithm
+
+    env = PettingZooEnv(revolution_env.env(players=3, action_mode="tokens"))
+    size, n = env.observation_space["observation"].shape, int(env.action_space.n)
+
+    def ppo():
+        actor = MaskedActor(Net(state_shape=size, action_shape=n, hidden_sizes=[8]))
+        return PPO(
+            policy=DiscreteActorPolicy(actor=actor, action_space=env.action_space, deterministic_eval=True),
+            critic=ObservationCritic(Net(state_shape=size, action_shape=1, hidden_sizes=[8])),
+            optim=AdamOptimizerFactory(),
+        )
+
+    learners = [ppo(), ppo(), ppo()]
+    stock = MultiAgentOnPolicyAlgorithm(algorithms=learners, env=env)
+    with policy_within_training_step(stock.policy):
+        assert not any(learner.policy.is_within_training_step for learner in learners)  # the upstream defect
+    ours = SeatwiseOnPolicyAlgorithm(algorithms=learners, env=env)
+    with policy_within_training_step(ours.policy):
+        assert all(learner.policy.is_within_training_step for learner in learners)
+    assert not any(learner.policy.is_within_training_step for learner in learners)
