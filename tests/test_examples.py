@@ -15,7 +15,7 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 NEEDS = {
     "sb3_maskable_ppo": ("sb3_contrib",),
     "supersuit_vec": ("supersuit", "sb3_contrib"),
-    "tianshou_dqn": ("tianshou",),
+    "tianshou_ppo": ("tianshou",),
     "torchrl_mappo": ("torchrl",),
     "rllib_ppo": ("ray.rllib",),
 }
