@@ -214,11 +214,10 @@ def test_tianshou_seatwise_transitions_give_every_seat_its_final_reward_and_its_
     rewards add up to its final reward, its last step and only that one ends its episode, and every other step's
     next step is the seat's own next step in the same game. Tianshou's own per-agent view (each transition's column
     of the reward vector) gives the final reward to the seat that moved last only."""
-    from revolution_env.interop.tianshou import seat_transitions
+    from revolution_env.interop.tianshou import seat_transitions, seats
 
     env, buffer = _tianshou_random_games(players, episodes=3)
-    agent_ids = np.asarray(buffer.obs.agent_id)[: buffer.maxsize]
-    seat_of = np.array([env.agent_idx.get(a, -1) for a in agent_ids])
+    seat_of = seats(buffer, env.agent_idx)
     games = _finished_games(buffer)
     assert len(games) >= 3
     for game in games:

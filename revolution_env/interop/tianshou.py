@@ -101,6 +101,15 @@ class ObservationCritic(_OnObservation):
         return value
 
 
+def seats(buffer: ReplayBuffer, agent_idx: dict[Any, int]) -> np.ndarray:
+    """The acting seat of every buffer index (-1 where the buffer holds nothing), from ``obs.agent_id``."""
+    agent_ids = np.asarray(buffer.obs.agent_id)[: buffer.maxsize]
+    seat_of = np.full(buffer.maxsize, -1, dtype=np.int64)
+    for agent, index in agent_idx.items():
+        seat_of[agent_ids == agent] = index
+    return seat_of
+
+
 def seat_transitions(
     buffer: ReplayBuffer, indices: np.ndarray, seat_of: np.ndarray, seat: int
 ) -> dict[str, np.ndarray]:
@@ -183,14 +192,12 @@ class SeatwiseOnPolicyAlgorithm(MultiAgentOnPolicyAlgorithm):
 
     def _preprocess_batch(self, batch: Any, buffer: ReplayBuffer, indices: np.ndarray) -> Any:
         dispatcher = self._dispatcher
-        seat_of = np.full(buffer.maxsize, -1, dtype=np.int64)
-        agent_ids = np.asarray(buffer.obs.agent_id)[: buffer.maxsize]
-        for agent, index in dispatcher.agent_idx.items():
-            seat_of[agent_ids == agent] = index
+        seat_of = seats(buffer, dispatcher.agent_idx)
+        acting = np.asarray(batch.obs.agent_id)
         # Every seat's view first, from the buffer as collected (the loop below changes its done flags).
         views = {}
         for agent in dispatcher.algorithms:
-            mine = np.flatnonzero(np.asarray(batch.obs.agent_id) == agent)
+            mine = np.flatnonzero(acting == agent)
             views[agent] = mine, seat_transitions(buffer, indices[mine], seat_of, dispatcher.agent_idx[agent])
         saved = buffer.terminated
         results: dict[Any, Any] = {}
@@ -204,9 +211,10 @@ class SeatwiseOnPolicyAlgorithm(MultiAgentOnPolicyAlgorithm):
                 own.rew = view["rew"]
                 own.terminated = view["terminated"]
                 # A game the buffer holds only part of: the return stops at the seat's last step there and
-                # bootstraps on its value (the seat's own observation stands in for the unseen next one).
+                # bootstraps on its value (``next`` is then the step itself: its own observation stands in for
+                # the unseen next one).
                 own.truncated = view["truncated"] | view["unfinished"]
-                own.obs_next = buffer.obs[np.where(view["unfinished"], where, view["next"])]
+                own.obs_next = buffer.obs[view["next"]]
                 # compute_episodic_return masks the next value with buffer.terminated[indices]: this seat's.
                 terminated = np.zeros(buffer.maxsize, dtype=bool)
                 terminated[where] = view["terminated"]
