@@ -52,12 +52,46 @@ def test_it_agrees_with_sb3_contribs_distribution():
     from sb3_contrib.common.maskable.distributions import MaskableMultiCategoricalDistribution
 
     masks, nvec = env_masks(2, 8)
-    logits = torch.randn(len(masks), int(nvec.sum()))
-    ours = MaskedMultiCategorical(logits, torch.as_tensor(masks), nvec)
+    torch.manual_seed(1)
+    logits = (torch.randn(len(masks), int(nvec.sum())) * 3).requires_grad_()
     theirs = MaskableMultiCategoricalDistribution(list(nvec)).proba_distribution(logits)
     theirs.apply_masking(masks)
-    actions = ours.sample()
-    assert torch.allclose(ours.log_prob(actions), theirs.log_prob(actions), atol=1e-4)
+    actions = theirs.sample()
+    assert masks[np.arange(len(masks))[:, None], np.r_[0, np.cumsum(nvec)[:-1]] + actions.numpy()].all()
+    expected = [theirs.log_prob(actions), theirs.entropy()]
+    (expected_grad,) = torch.autograd.grad(expected[0].sum() + 0.3 * expected[1].sum(), logits)
+    ours = MaskedMultiCategorical(logits, torch.as_tensor(masks), nvec)
+    got = [ours.log_prob(actions), ours.entropy()]
+    (grad,) = torch.autograd.grad(got[0].sum() + 0.3 * got[1].sum(), logits)
+    for mine, reference in zip(got, expected):
+        assert torch.allclose(mine, reference, atol=1e-4)
+    assert torch.allclose(grad, expected_grad, atol=1e-5)
+    assert (grad[torch.as_tensor(masks) == 0] == 0).all()  # a masked value's logit gets no gradient
+
+
+def test_trainings_maskable_distribution_agrees_with_sb3_contribs():
+    """training.distributions (MaskablePPO's distribution) against sb3-contrib's, the values PPO's loss reads and
+    their gradients: log-probabilities, entropies (masked values add nothing), and the mode."""
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib.common.maskable.distributions import MaskableMultiCategoricalDistribution
+
+    from training.distributions import GroupedMaskableMultiCategorical
+
+    masks, nvec = env_masks(3, 12)
+    torch.manual_seed(2)
+    logits = (torch.randn(len(masks), int(nvec.sum())) * 3).requires_grad_()
+    values = {}
+    for name, dist in [("theirs", MaskableMultiCategoricalDistribution(list(nvec))),
+                       ("ours", GroupedMaskableMultiCategorical(list(nvec)))]:  # fmt: skip
+        dist.proba_distribution(logits)
+        dist.apply_masking(masks)
+        actions = values["theirs"][0] if values else dist.sample()
+        log_p, entropy = dist.log_prob(actions), dist.entropy()
+        (grad,) = torch.autograd.grad(log_p.sum() - 0.01 * entropy.sum(), logits)
+        values[name] = (actions, log_p, entropy, grad, dist.mode())
+    for theirs, ours in zip(values["theirs"][1:4], values["ours"][1:4]):
+        assert torch.allclose(ours, theirs, atol=1e-4)
+    assert torch.equal(values["ours"][4], values["theirs"][4])
 
 
 def test_the_discrete_case_and_bad_masks():

@@ -47,8 +47,8 @@ class GroupedMaskableMultiCategorical(MaskableDistribution):
         if masks is None:
             self.legal = None
         else:
-            m = th.as_tensor(masks, dtype=th.bool, device=self.raw.device).view(-1, self._total)
-            self.legal = self.runs.split(m)
+            m = th.as_tensor(masks, device=self.raw.device).view(-1, self._total)
+            self.legal = self.runs.legal(m)
         self._log_p = None
 
     @property
@@ -62,7 +62,7 @@ class GroupedMaskableMultiCategorical(MaskableDistribution):
         return self.runs.log_prob(self.log_p, actions.view(-1, len(self.action_dims)))
 
     def entropy(self) -> th.Tensor:
-        return self.runs.entropy(self.log_p)
+        return self.runs.entropy(self.log_p, self.legal)
 
     def sample(self) -> th.Tensor:
         return self.runs.sample(self.log_p)

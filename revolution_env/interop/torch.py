@@ -39,7 +39,14 @@ class MaskedRuns:
     """Masked softmaxes over the dimensions of ``MultiDiscrete(nvec)``, computed per run of dimensions of one width
     (``revolution_env.env.spaces.equal_width_runs``: views of the flat logits and masks, no padding) with a fused
     ``log_softmax``. The common core of :class:`MaskedMultiCategorical` and of training's MaskablePPO
-    distribution (``training.distributions``)."""
+    distribution (``training.distributions``).
+
+    The log-probabilities of a run are held as ``(..., width, dimensions)`` (the transpose of :meth:`split`'s
+    views), and every reduction runs over the width, axis -2: torch's CPU ``log_softmax`` over a narrow last axis
+    (the 12 targets of a token) is several times slower than over a middle one. A mask is added as ``0`` or
+    ``MASKED`` rather than filled in (the same log-probabilities for the legal values, and fewer passes), and
+    the entropy takes ``exp`` of the legal values only: ``exp`` of a number that underflows (a masked value's
+    log-probability) is ten times slower than of any other."""
 
     def __init__(self, nvec: Sequence[int]) -> None:
         self.nvec = [int(n) for n in nvec]
@@ -50,34 +57,46 @@ class MaskedRuns:
         """``(..., sum(nvec))`` -> one ``(..., dimensions, width)`` view per run."""
         return [flat[..., s : s + n * w].unflatten(-1, (n, w)) for s, _, n, w in self.runs]
 
+    def legal(self, masks: torch.Tensor) -> list[torch.Tensor]:
+        """The flat masks ``(..., sum(nvec))`` as :meth:`log_softmax` takes them: per run, 1.0 where a value is
+        allowed and 0.0 where not, ``(..., width, dimensions)``."""
+        masks = masks.bool()
+        return [m.transpose(-1, -2).float() for m in self.split(masks)]
+
     def log_softmax(self, logits: torch.Tensor, legal: list[torch.Tensor] | None) -> list[torch.Tensor]:
-        """Per run, the log-probabilities of every value; a masked value's logit is ``MASKED`` (probability 0)."""
+        """Per run, the log-probabilities of every value, ``(..., width, dimensions)``; a masked value's logit is
+        ``MASKED`` plus its own (probability 0). ``legal``: :meth:`legal`'s tensors, or None (no mask)."""
+        runs = [x.transpose(-1, -2) for x in self.split(logits)]
         if legal is None:
-            return [torch.log_softmax(x, -1) for x in self.split(logits)]
-        return [torch.log_softmax(x.masked_fill(~m, MASKED), -1) for x, m in zip(self.split(logits), legal)]
+            return [torch.log_softmax(x, -2) for x in runs]
+        return [torch.log_softmax(x + (1.0 - m) * MASKED, -2) for x, m in zip(runs, legal)]
 
     def log_prob(self, log_p: list[torch.Tensor], actions: torch.Tensor) -> torch.Tensor:
         """The log-probability of whole actions ``(..., len(nvec))``: summed over the dimensions."""
         total = 0
         for lp, (_, d, n, _) in zip(log_p, self.runs):
-            picked = actions[..., d : d + n].long().unsqueeze(-1)
-            total = total + lp.gather(-1, picked.expand(*lp.shape[:-1], 1)).squeeze(-1).sum(-1)
+            picked = actions[..., d : d + n].long().unsqueeze(-2)
+            total = total + lp.gather(-2, picked.expand(*lp.shape[:-2], 1, n)).squeeze(-2).sum(-1)
         return total
 
-    def entropy(self, log_p: list[torch.Tensor]) -> torch.Tensor:
+    def entropy(self, log_p: list[torch.Tensor], legal: list[torch.Tensor] | None) -> torch.Tensor:
         """Summed over the dimensions; a masked value (probability exactly 0) adds nothing."""
-        return -sum((lp.exp() * lp).sum((-2, -1)) for lp in log_p)
+        total = 0
+        for lp, m in zip(log_p, legal or [None] * len(log_p)):
+            z = lp if m is None else lp * m  # a masked value: exp(0) * 0
+            total = total - (z.exp() * z).sum((-2, -1))
+        return total
 
     def sample(self, log_p: list[torch.Tensor]) -> torch.Tensor:
         """One value per dimension (Gumbel-max), ``(..., len(nvec))``."""
         out = []
         for lp in log_p:
             u = torch.rand_like(lp).clamp_(min=torch.finfo(lp.dtype).tiny)
-            out.append(torch.argmax(lp - torch.log(-torch.log(u)), dim=-1))
+            out.append(torch.argmax(lp - torch.log(-torch.log(u)), dim=-2))
         return torch.cat(out, -1)
 
     def mode(self, log_p: list[torch.Tensor]) -> torch.Tensor:
-        return torch.cat([torch.argmax(lp, dim=-1) for lp in log_p], -1)
+        return torch.cat([torch.argmax(lp, dim=-2) for lp in log_p], -1)
 
 
 class MaskedMultiCategorical(Distribution):
@@ -95,11 +114,11 @@ class MaskedMultiCategorical(Distribution):
         if logits.shape[-1] != total or masks.shape[-1] != total:
             raise ValueError(f"logits and masks: expected a last dimension of sum(nvec) = {total}, got "
                              f"{logits.shape[-1]} and {masks.shape[-1]}")  # fmt: skip
-        legal = self.runs.split(torch.as_tensor(masks, dtype=torch.bool, device=logits.device))
-        if not all(bool(m.any(-1).all()) for m in legal):
+        self.legal = self.runs.legal(torch.as_tensor(masks, device=logits.device))
+        if not all(bool((m > 0).any(-2).all()) for m in self.legal):
             raise ValueError("masks: every dimension must allow at least one value")
         self.nvec = torch.as_tensor(self.runs.nvec, dtype=torch.long, device=logits.device)
-        self.log_p = self.runs.log_softmax(logits, legal)
+        self.log_p = self.runs.log_softmax(logits, self.legal)
         super().__init__(logits.shape[:-1], torch.Size([len(self.runs.nvec)]), validate_args=False)
 
     def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:  # noqa: B008 (torch's signature)
@@ -119,4 +138,4 @@ class MaskedMultiCategorical(Distribution):
         return self.runs.log_prob(self.log_p, actions)
 
     def entropy(self) -> torch.Tensor:
-        return self.runs.entropy(self.log_p)
+        return self.runs.entropy(self.log_p, self.legal)
