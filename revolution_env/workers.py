@@ -33,6 +33,14 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` so that the same clean-up runs."""
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the OS has one, e.g. under ``taskset`` or
+    a container's CPU set), at least 1."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def exit_status(interrupt: BaseException) -> int:
     """The conventional exit status of a command stopped by a signal: 128 + the signal's number."""
     return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)

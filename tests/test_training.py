@@ -480,6 +480,34 @@ def test_the_same_config_and_seed_train_the_same_weights(tmp_path):
     assert league_a == league_b
 
 
+def test_updates_take_torch_threads_and_rollouts_one(tmp_path, monkeypatch):
+    """PPO's updates run on ``torch_threads`` threads, the rollouts' forward passes on one (the opponents' threads
+    need the cores then), and the caller's setting is back afterwards."""
+    from sb3_contrib import MaskablePPO
+
+    from training.train import train
+    from training.vec_env import SB3VecEnv
+
+    seen: dict[str, set[int]] = {"update": set(), "rollout": set()}
+
+    def spy(cls, name, key):
+        original = getattr(cls, name)
+
+        def wrapper(*args, **kwargs):
+            seen[key].add(torch.get_num_threads())
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(cls, name, wrapper)
+
+    spy(MaskablePPO, "train", "update")
+    spy(SB3VecEnv, "step_async", "rollout")
+    before = torch.get_num_threads()
+    train(TrainConfig(**{**TINY, "total_steps": 128, "eval_every": 0, "torch_threads": 3}), out=tmp_path / "run")
+    assert seen == {"update": {3}, "rollout": {1}}
+    assert torch.get_num_threads() == before
+    assert TrainConfig().update_threads() >= 1 and TrainConfig(torch_threads=2).update_threads() == 2
+
+
 # --- starting from trained weights (init_from) -------------------------------------------------------------------
 
 

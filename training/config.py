@@ -92,9 +92,10 @@ class TrainConfig:
     """Seeds torch, numpy, every environment's games and seats, and the league's opponent sampling."""
     device: str = "cpu"
     """Torch device for training (``cpu``, ``cuda``, ``auto``); opponents and checkpoints always run on the CPU."""
-    torch_threads: int = 1
-    """Torch CPU threads of the training process: 1 is fastest for small networks (more threads cost more in
-    synchronisation than they save, and the self-play workers need the cores)."""
+    torch_threads: int | None = None
+    """Torch CPU threads of PPO's updates (and of the imitation); None: every core this process may use. The
+    rollouts' forward passes run on one thread whatever this is, as the opponents' threads need the cores then
+    (torch's idle threads spin for a while after each operation)."""
 
     # --- the league ----------------------------------------------------------------------------------------------
     snapshot_every: int = 10_000
@@ -169,6 +170,12 @@ class TrainConfig:
         if self.env_backend != "auto":
             return self.env_backend
         return "subprocess" if self.first_edition else "vector"
+
+    def update_threads(self) -> int:
+        """Torch threads for PPO's updates (``torch_threads``, None decided)."""
+        from revolution_env.workers import usable_cores
+
+        return self.torch_threads or usable_cores()
 
     def baselines(self) -> list[str]:
         return list(self.eval_opponents if self.eval_opponents is not None else self.heuristics)
@@ -304,7 +311,7 @@ CHECKS = {
     "pretrain_epochs": _positive_int,
     "seed": _non_negative_int,
     "device": _device,
-    "torch_threads": _positive_int,
+    "torch_threads": lambda v: None if v is None else _positive_int(v),
     "snapshot_every": _positive_int,
     "max_snapshots": _positive_int,
     "p_latest": _probability,

@@ -36,6 +36,7 @@ import signal
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -290,7 +291,8 @@ def imitate(model: MaskablePPO, config: TrainConfig) -> float:
     start = time.time()
     print(f"imitating {config.pretrain_teacher}: recording {config.pretrain_steps:,} of its decisions ...", flush=True)
     demos = collect(config, config.pretrain_steps, config.seed)
-    report = clone(model, demos, config)
+    with torch_threads(config.update_threads()):
+        report = clone(model, demos, config)
     for key, value in report.items():
         model.logger.record(f"pretrain/{key}", value)
     model.logger.dump(0)
@@ -396,7 +398,11 @@ class SelfPlayCallback(BaseCallback):
             self._next["save"] = _next_multiple(step, self.config.save_every)
         return not self.stop_requested
 
+    def _on_rollout_start(self) -> None:
+        torch.set_num_threads(1)  # the rollout's forward passes: one thread, the opponents' threads take the cores
+
     def _on_rollout_end(self) -> None:
+        torch.set_num_threads(self.config.update_threads())  # PPO's update, next
         now, step = time.time(), self.model.num_timesteps
         then, before = self._window
         if now > then:
@@ -583,7 +589,8 @@ def train(
         if run.step >= config.total_steps:  # nothing left to train
             return TrainResult(run.step, False, 0.0, run.best_win_rate, out)
 
-    torch.set_num_threads(config.torch_threads)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the rollouts; PPO's updates take config.update_threads() (SelfPlayCallback)
     venv = None
     try:
         venv = make_vec_env(config, out / "league")
@@ -631,6 +638,7 @@ def train(
     finally:
         if venv is not None:
             close_vec_env(venv)
+        torch.set_num_threads(threads)
 
 
 def train_best_response(
@@ -658,6 +666,17 @@ def train_best_response(
         raise Terminated if result.signal == signal.SIGTERM else KeyboardInterrupt
     state = read_state(folder)
     return measure(target, config, folder, state, folder / BEST, seed + 1, final_games, ray_address, progress)
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Torch's CPU threads set to ``n`` for the block, then back to what they were."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class _stop_on_signals:

@@ -42,6 +42,7 @@ from ..env.core import MARGIN_SCALE, EnvConfig
 from ..env.encoding import Codec, IllegalActionError
 from ..env.observation import ObservationLayout
 from ..env.spaces import MaskedMultiDiscrete
+from ..workers import usable_cores
 from . import kernels as K
 from .engine import BatchedGame
 from .view import BatchedView
@@ -62,7 +63,7 @@ def _threads() -> int:
     try:
         return max(1, int(os.environ.get("REVOLUTION_THREADS", "")))
     except ValueError:
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return usable_cores()
 
 
 def _pool() -> ThreadPoolExecutor:
