@@ -633,10 +633,11 @@ def imitation_config(teacher: str, **changes) -> TrainConfig:
     )
 
 
-def test_the_teachers_decisions_are_recorded_from_the_learners_seat():
+@pytest.mark.parametrize("backend", ["vector", "subprocess"])
+def test_the_teachers_decisions_are_recorded_from_the_learners_seat(backend):
     from training.pretrain import collect
 
-    config = imitation_config("value", gamma=0.9)
+    config = imitation_config("value", gamma=0.9, env_backend=backend)
     demos = collect(config, steps=150, seed=4)
     assert len(demos) >= 150 and demos.games >= 1
     assert demos.obs.shape == (len(demos), revolution_env.observation_layout(players=3).size)
@@ -660,17 +661,23 @@ def test_the_teachers_decisions_are_recorded_from_the_learners_seat():
     assert other.obs.shape != demos.obs.shape or not np.array_equal(other.obs, demos.obs)
 
 
-def test_demonstrations_from_several_processes_are_reproducible_and_distinct():
+@pytest.mark.parametrize("backend", ["vector", "subprocess"])
+def test_demonstrations_of_several_games_at_once_are_reproducible_and_distinct(backend):
+    """n_envs games at once (one batch, or one process each): every game of the batch records whole games up to
+    its share of the steps; the same seed gives the same demonstrations; no two games are the same."""
     from training.pretrain import collect
 
-    config = imitation_config("value", n_envs=2)
+    config = imitation_config("value", n_envs=3, env_backend=backend)
     demos = collect(config, steps=120, seed=1)
     again = collect(config, steps=120, seed=1)
     np.testing.assert_array_equal(again.obs, demos.obs)
+    np.testing.assert_array_equal(again.actions, demos.actions)
     np.testing.assert_array_equal(again.game, demos.game)
-    # each process played its own games: no two games are the same
     games = [demos.obs[demos.game == g].tobytes() for g in range(demos.games)]
-    assert demos.games >= 2 and len(set(games)) == demos.games
+    assert demos.games >= 3 and len(set(games)) == demos.games
+    lengths = np.bincount(demos.game)
+    assert len(demos) >= 120 and len(demos) - lengths.max() * 3 < 120  # whole games, stopped at each share
+    assert len(demos.returns) == len(demos) and demos.masks.shape[0] == len(demos)
 
 
 def test_imitation_learns_a_teacher_it_can_represent(tmp_path):

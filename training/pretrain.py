@@ -11,8 +11,11 @@ demos = collect(config, steps=50_000, seed=0)    # Demonstrations: obs, masks, a
 report = clone(model, demos, config)             # fits model.policy in place; held-out accuracy in the report
 ```
 
-Collection runs in ``n_envs`` processes (the teacher is the slow part) and is reproducible from the seed and
-``n_envs`` (each process plays its own games, seeded by ``SeedSequence([seed, process])``).
+Collection plays ``n_envs`` games at once on the batched engine (``revolution_env.vector_env``, as training does;
+the teacher decides for all of them in one call), or, on the ``subprocess`` backend (the first edition), in
+``n_envs`` processes each playing its own games, seeded by ``SeedSequence([seed, process])``. Either way it is
+reproducible from the seed and ``n_envs``: each of the ``n_envs`` games in flight records whole games until it
+holds its share of ``steps``.
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ import torch
 import torch.nn.functional as F
 
 from revolution_env import Decision
+from revolution_env.agents.base import act_batch
 from revolution_env.agents.loading import load_agent
 from revolution_env.workers import worker_pool
 
 from .config import TrainConfig
+from .league import LeagueReader
 from .selfplay import make_selfplay_env
 
 
@@ -62,16 +67,70 @@ def collect(config: TrainConfig, steps: int, seed: int) -> Demonstrations:
     """At least ``steps`` decisions of ``config.pretrain_teacher`` in the learner's seat (whole games), gathered
     in ``config.n_envs`` processes."""
     try:
-        load_agent(str(config.pretrain_teacher), **config.env_options())  # a bad spec fails here, not in a worker
+        teacher = load_agent(str(config.pretrain_teacher), **config.env_options())  # a bad spec fails here
     except ValueError as exc:
         raise ValueError(f"pretrain_teacher: {exc}") from None
     workers = max(1, min(config.n_envs, steps))
     shares = [steps // workers + (i < steps % workers) for i in range(workers)]
+    if config.backend() == "vector":
+        return _collect_batched(config, teacher, shares, seed)
     jobs = [(config, share, (seed, i)) for i, share in enumerate(shares)]
     if workers == 1:
         return _collect(*jobs[0])
     with worker_pool(workers) as pool:  # workers ignore Ctrl-C and SIGTERM: the trainer stops them
         return Demonstrations.concatenate(pool.starmap(_collect, jobs))
+
+
+def _discounted(rewards: list[float], gamma: float) -> list[float]:
+    """The discounted return from every step of a game to its end."""
+    g, tail = 0.0, []
+    for r in reversed(rewards):
+        g = r + gamma * g
+        tail.append(g)
+    return tail[::-1]
+
+
+def _collect_batched(config: TrainConfig, teacher: Any, shares: list[int], seed: int) -> Demonstrations:
+    """The teacher in the learner's seat of ``len(shares)`` games at once (``vector_env``, opponents drawn from
+    ``heuristics``); game ``i`` of the batch records whole games until it holds ``shares[i]`` decisions, then
+    plays on unrecorded until every game is done."""
+    from revolution_env import vector_env
+
+    options = config.env_options()
+    n = len(shares)
+    env = vector_env(n, opponents=LeagueReader(None, config.heuristics, options), keep_finished=0, **options)
+    seeds = np.random.default_rng(np.random.SeedSequence([seed, n]))
+    obs, info = env.reset(seed=int(seeds.integers(2**31)))
+    teacher.reset(int(seeds.integers(2**31)))
+    scale = env.obs_layout.scale
+    current: list[list[tuple]] = [[] for _ in range(n)]  # the game in flight: (obs, mask, action, decision, reward)
+    done: list[list[tuple]] = []  # finished games, in the order they finished
+    returns: list[float] = []
+    held = [0] * n
+    while min(h - s for h, s in zip(held, shares)) < 0:
+        masks = env.action_masks()
+        actions = act_batch(teacher, obs, masks, info["decision"])
+        rows = [(obs[i] / scale, masks[i], actions[i], int(info["decision"][i])) for i in range(n)]
+        obs, reward, terminated, truncated, info = env.step(actions)
+        for i in range(n):
+            if held[i] < shares[i]:
+                current[i].append((*rows[i], float(reward[i])))
+        for i in np.flatnonzero(terminated | truncated).tolist():
+            if held[i] < shares[i]:
+                done.append(current[i])
+                returns += _discounted([r[4] for r in current[i]], config.gamma)
+                held[i] += len(current[i])
+            current[i] = []
+    steps = [row for game in done for row in game]
+    return Demonstrations(
+        np.asarray([r[0] for r in steps], dtype=np.float32),
+        np.asarray([r[1] for r in steps], dtype=bool),
+        np.asarray([r[2] for r in steps], dtype=np.int64),
+        np.asarray(returns, dtype=np.float32),
+        np.asarray([r[3] for r in steps], dtype=np.int64),
+        np.repeat(np.arange(len(done), dtype=np.int64), [len(g) for g in done]),
+        len(done),
+    )
 
 
 def _collect(config: TrainConfig, steps: int, key: tuple[int, int]) -> Demonstrations:
@@ -97,11 +156,7 @@ def _collect(config: TrainConfig, steps: int, key: tuple[int, int]) -> Demonstra
         rewards.append(reward)
         if terminated or truncated:
             games += 1
-            g, tail = 0.0, []
-            for r in reversed(rewards):
-                g = r + config.gamma * g
-                tail.append(g)
-            returns.extend(reversed(tail))
+            returns += _discounted(rewards, config.gamma)
             lengths.append(len(rewards))
             rewards = []
             if len(returns) >= steps:

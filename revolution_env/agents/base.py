@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.game import Decision
 from ..env.core import Core, EnvConfig
 from ..env.encoding import Codec
 from ..env.observation import ObservationLayout, ObservationView
@@ -115,3 +116,21 @@ class RandomAgent(Agent):
         if self._tokens:
             return np.int64(self.rng.choice(np.flatnonzero(observation["action_mask"])))
         return self._space.sample(observation["action_mask"])
+
+
+def act_batch(agent: Any, observations: np.ndarray, masks: np.ndarray, decisions: np.ndarray) -> np.ndarray:
+    """An agent's actions (n, D) for the rows of ``observations`` (n, size), flat ``masks`` (n, sum(nvec)) and
+    ``decisions`` (n,): in one call where the agent has ``act_batch`` (the heuristics' compiled code, a policy's
+    forward pass), else ``act`` row by row."""
+    if hasattr(agent, "act_batch"):
+        return np.asarray(agent.act_batch(observations, masks, decisions), dtype=np.int64)
+    masks = np.asarray(masks).view(np.int8)
+    return np.stack(
+        [
+            np.asarray(
+                agent.act({"observation": o, "action_mask": m}, {"decision": Decision(int(k)), "illegal_action": 0}),
+                dtype=np.int64,
+            )
+            for o, m, k in zip(observations, masks, decisions)
+        ]
+    )

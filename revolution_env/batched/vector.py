@@ -36,6 +36,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from ..agents.base import act_batch
 from ..engine.components import BoardError
 from ..engine.game import Decision, RulesError, check_seed, make_layout
 from ..env.core import MARGIN_SCALE, EnvConfig
@@ -519,22 +520,7 @@ class RevolutionVectorEnv(VectorEnv):
         ``act`` (the heuristics), or once through ``act_batch`` where the agent has it."""
         obs = self.view.observe(self.game, games, seats, kinds)
         masks = self.view.masks(self.game, games, seats, kinds)
-        agent = opponent.agent
-        if hasattr(agent, "act_batch"):
-            actions = np.asarray(agent.act_batch(obs, masks, kinds), dtype=np.int64)
-        else:
-            actions = np.stack(
-                [
-                    np.asarray(
-                        agent.act(
-                            {"observation": obs[j], "action_mask": masks[j].view(np.int8)},
-                            {"decision": Decision(int(kinds[j])), "illegal_action": 0},
-                        ),
-                        dtype=np.int64,
-                    )
-                    for j in range(len(games))
-                ]
-            )
+        actions = act_batch(opponent.agent, obs, masks, kinds)
         if not self.view.legal(actions, masks).all():
             j = int(np.flatnonzero(~self.view.legal(actions, masks))[0])
             raise RuntimeError(
