@@ -64,8 +64,8 @@ class Demonstrations:
 
 
 def collect(config: TrainConfig, steps: int, seed: int) -> Demonstrations:
-    """At least ``steps`` decisions of ``config.pretrain_teacher`` in the learner's seat (whole games), gathered
-    in ``config.n_envs`` processes."""
+    """At least ``steps`` decisions of ``config.pretrain_teacher`` in the learner's seat (whole games), from
+    ``config.n_envs`` games at once (the module's docstring says how)."""
     try:
         teacher = load_agent(str(config.pretrain_teacher), **config.env_options())  # a bad spec fails here
     except ValueError as exc:
