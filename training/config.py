@@ -95,7 +95,8 @@ class TrainConfig:
     torch_threads: int | None = None
     """Torch CPU threads of PPO's updates (and of the imitation); None: every core this process may use. The
     rollouts' forward passes run on one thread whatever this is, as the opponents' threads need the cores then
-    (torch's idle threads spin for a while after each operation)."""
+    (torch's idle threads spin for a while after each operation). The updates' sums depend on the thread count:
+    set it for weights that are the same bit for bit on a machine with other cores."""
 
     # --- the league ----------------------------------------------------------------------------------------------
     snapshot_every: int = 10_000

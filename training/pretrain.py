@@ -121,6 +121,7 @@ def _collect_batched(config: TrainConfig, teacher: Any, shares: list[int], seed:
                 returns += _discounted([r[4] for r in current[i]], config.gamma)
                 held[i] += len(current[i])
             current[i] = []
+    env.close()
     steps = [row for game in done for row in game]
     return Demonstrations(
         np.asarray([r[0] for r in steps], dtype=np.float32),
