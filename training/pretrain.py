@@ -110,7 +110,8 @@ def _collect_batched(config: TrainConfig, teacher: Any, shares: list[int], seed:
     while min(h - s for h, s in zip(held, shares)) < 0:
         masks = env.action_masks()
         actions = act_batch(teacher, obs, masks, info["decision"])
-        rows = [(obs[i] / scale, masks[i], actions[i], int(info["decision"][i])) for i in range(n)]
+        scaled = obs / scale
+        rows = [(scaled[i], masks[i], actions[i], int(info["decision"][i])) for i in range(n)]
         obs, reward, terminated, truncated, info = env.step(actions)
         for i in range(n):
             if held[i] < shares[i]:

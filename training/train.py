@@ -589,56 +589,54 @@ def train(
         if run.step >= config.total_steps:  # nothing left to train
             return TrainResult(run.step, False, 0.0, run.best_win_rate, out)
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the rollouts; PPO's updates take config.update_threads() (SelfPlayCallback)
-    venv = None
-    try:
-        venv = make_vec_env(config, out / "league")
-        if state is None:
-            model = new_model(config, venv)
-            if config.init_from:
-                loaded, run.origin = load_initial_weights(model, config)
-                print(f"starting from the {loaded}")
-        else:
-            model = new_model(config, venv)  # from the run's own config: nothing pickled in the zip is loaded
-            load_weights(model, out / state["model"], "--resume", with_optimizer=True)
-            model.num_timesteps = int(state["step"])
-            model.set_random_seed(config.seed + state["step"])  # fresh games, not a replay of the first ones
-        model.set_logger(configure(str(out / "tb"), ["tensorboard"]))
-        if state is None and config.pretrain_teacher:
-            run.wall_time += imitate(model, config)
-        callback = SelfPlayCallback(config, out, league, run)
-        callback.init_callback(model)  # learn() does it too, but a run already at total_steps never calls learn()
-        start_step, start_time = model.num_timesteps, time.time()
-        remaining = max(0, config.total_steps - model.num_timesteps)
-        with _stop_on_signals(callback):
-            if remaining > 0:
-                try:
-                    model.learn(remaining, callback=callback, reset_num_timesteps=state is None,
-                                progress_bar=progress)  # fmt: skip
-                except (EOFError, ConnectionError) as exc:  # a SubprocVecEnv worker is gone: keep what was learnt
+    with torch_threads(1):  # the rollouts; PPO's updates take config.update_threads() (SelfPlayCallback)
+        venv = None
+        try:
+            venv = make_vec_env(config, out / "league")
+            if state is None:
+                model = new_model(config, venv)
+                if config.init_from:
+                    loaded, run.origin = load_initial_weights(model, config)
+                    print(f"starting from the {loaded}")
+            else:
+                model = new_model(config, venv)  # from the run's own config: nothing pickled in the zip is loaded
+                load_weights(model, out / state["model"], "--resume", with_optimizer=True)
+                model.num_timesteps = int(state["step"])
+                model.set_random_seed(config.seed + state["step"])  # fresh games, not a replay of the first ones
+            model.set_logger(configure(str(out / "tb"), ["tensorboard"]))
+            if state is None and config.pretrain_teacher:
+                run.wall_time += imitate(model, config)
+            callback = SelfPlayCallback(config, out, league, run)
+            callback.init_callback(model)  # learn() does it too, but a run already at total_steps never calls learn()
+            start_step, start_time = model.num_timesteps, time.time()
+            remaining = max(0, config.total_steps - model.num_timesteps)
+            with _stop_on_signals(callback):
+                if remaining > 0:
+                    try:
+                        model.learn(remaining, callback=callback, reset_num_timesteps=state is None,
+                                    progress_bar=progress)  # fmt: skip
+                    except (EOFError, ConnectionError) as exc:  # a SubprocVecEnv worker is gone: keep what was learnt
+                        callback.save()
+                        raise WorkerDied(
+                            f"an environment worker process died ({type(exc).__name__}); saved at step "
+                            f"{model.num_timesteps} in {out} (continue with --resume)"
+                        ) from None
+                interrupted = callback.stop_requested
+                last_eval = run.evaluations[-1]["step"] if run.evaluations else -1
+                if (
+                    not interrupted
+                    and config.eval_every
+                    and model.num_timesteps - last_eval >= config.n_envs * config.n_steps
+                ):
+                    callback.evaluate()  # a final evaluation, unless the last one was in the last rollout
+                if run.model is None or run.step != model.num_timesteps:
                     callback.save()
-                    raise WorkerDied(
-                        f"an environment worker process died ({type(exc).__name__}); saved at step "
-                        f"{model.num_timesteps} in {out} (continue with --resume)"
-                    ) from None
-            interrupted = callback.stop_requested
-            last_eval = run.evaluations[-1]["step"] if run.evaluations else -1
-            if (
-                not interrupted
-                and config.eval_every
-                and model.num_timesteps - last_eval >= config.n_envs * config.n_steps
-            ):
-                callback.evaluate()  # a final evaluation, unless the last one was in the last rollout
-            if run.model is None or run.step != model.num_timesteps:
-                callback.save()
-        elapsed = time.time() - start_time
-        sps = (model.num_timesteps - start_step) / elapsed if elapsed > 0 else 0.0
-        return TrainResult(model.num_timesteps, interrupted, sps, run.best_win_rate, out, callback.stop_signal)
-    finally:
-        if venv is not None:
-            close_vec_env(venv)
-        torch.set_num_threads(threads)
+            elapsed = time.time() - start_time
+            sps = (model.num_timesteps - start_step) / elapsed if elapsed > 0 else 0.0
+            return TrainResult(model.num_timesteps, interrupted, sps, run.best_win_rate, out, callback.stop_signal)
+        finally:
+            if venv is not None:
+                close_vec_env(venv)
 
 
 def train_best_response(
