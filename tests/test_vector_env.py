@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -225,6 +226,13 @@ def test_maskable_ppo_learns_on_the_sb3_adapter() -> None:
     # the trained policy acts legally through the masks
     obs = venv.reset()
     actions, _ = model.predict(obs, action_masks=get_action_masks(venv))
+    assert venv.venv.view.legal(actions, venv.venv.action_masks()).all()
+    # the adapter's own action_masks() too, as a user passes it: a writable array (the vector env's is read-only,
+    # and torch warns of undefined behaviour when it wraps a read-only array, once per process)
+    assert venv.action_masks().flags.writeable
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        actions, _ = model.predict(obs, action_masks=venv.action_masks())
     assert venv.venv.view.legal(actions, venv.venv.action_masks()).all()
 
 

@@ -72,7 +72,9 @@ class SB3VecEnv(VecEnv):
         return self._scaled(obs), rewards.astype(np.float32), dones, infos
 
     def action_masks(self) -> np.ndarray:
-        return self.venv.action_masks()
+        """A writable copy of the vector env's read-only masks: torch warns of undefined behaviour when it wraps a
+        read-only array (``model.predict(obs, action_masks=venv.action_masks())``)."""
+        return self.venv.action_masks().copy()
 
     def close(self) -> None:
         self.venv.close()
