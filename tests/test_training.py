@@ -508,6 +508,28 @@ def test_updates_take_torch_threads_and_rollouts_one(tmp_path, monkeypatch):
     assert TrainConfig().update_threads() >= 1 and TrainConfig(torch_threads=2).update_threads() == 2
 
 
+@pytest.mark.parametrize(("best_by", "expected"), [("mean", 192), ("worst", 128)])
+def test_best_pt_keeps_the_evaluation_best_by_mean_or_worst(tmp_path, monkeypatch, best_by, expected):
+    import training.train as train_module
+
+    scripted = {  # step: win rates; the best mean is at 192, the best worst win rate at 128
+        64: {"a": 0.9, "b": 0.1},
+        128: {"a": 0.5, "b": 0.4},
+        192: {"a": 1.0, "b": 0.3},
+        256: {"a": 0.3, "b": 0.3},
+    }
+    monkeypatch.setattr(train_module, "evaluate", lambda config, checkpoint, step, scratch: scripted[step])
+    out = tmp_path / "run"
+    config = TrainConfig(**{**TINY, "n_envs": 1, "eval_every": 64, "best_by": best_by})
+    train_module.train(config, out=out)
+    state = json.loads((out / "state.json").read_text())
+    assert [e["step"] for e in state["evaluations"]] == [64, 128, 192, 256]
+    assert state["best_step"] == expected and read_checkpoint(out / "best.pt")["step"] == expected
+    assert state["best_win_rate"] == pytest.approx({"mean": 0.65, "worst": 0.4}[best_by])
+    with pytest.raises(ValueError, match="best_by: expected one of"):
+        TrainConfig(best_by="median")
+
+
 # --- starting from trained weights (init_from) -------------------------------------------------------------------
 
 

@@ -146,6 +146,9 @@ class TrainConfig:
     evaluation is in effect a duel with a weak third party: 0.5 is parity."""
     eval_workers: int = 1
     """Processes the evaluation plays its games in."""
+    best_by: str = "mean"
+    """Which evaluation ``best.pt`` keeps: the highest ``mean`` win rate over the baselines, or the highest
+    ``worst`` one (the lowest of its win rates: a robust bot's measure, as the gauntlet's headline is)."""
     save_every: int = 10_000
     """Save the model, the policy, the league and the run state every this many steps."""
     out: str = "runs/default"
@@ -331,6 +334,7 @@ CHECKS = {
     "eval_opponents": _optional_specs,
     "eval_fill": lambda v: None if v is None else _spec(v),
     "eval_workers": _positive_int,
+    "best_by": _one_of("mean", "worst"),
     "save_every": _positive_int,
     "out": _string,
 }

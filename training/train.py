@@ -465,13 +465,16 @@ class SelfPlayCallback(BaseCallback):
         for baseline, rate in rates.items():
             self.logger.record(f"eval/win_rate_vs_{baseline}", rate)
         self.logger.record("eval/win_rate_mean", mean)
+        self.logger.record("eval/win_rate_worst", min(rates.values()))
         self.run.evaluations.append({"step": step, "win_rates": rates, "mean": mean})
-        if self.run.best_win_rate is None or mean > self.run.best_win_rate:
-            self.run.best_win_rate, self.run.best_step = mean, step
+        score = mean if self.config.best_by == "mean" else min(rates.values())
+        if self.run.best_win_rate is None or score > self.run.best_win_rate:
+            self.run.best_win_rate, self.run.best_step = score, step
             save_checkpoint(checkpoint, self.out / BEST)
         self.logger.dump(step)  # now, at the step evaluated (SB3 would write them at the end of the rollout)
         shown = ", ".join(f"{b} {r:.2f}" for b, r in rates.items())
-        print(f"step {step}: win rate vs {shown} (best {self.run.best_win_rate:.2f} at step {self.run.best_step})")
+        best = f"best {self.config.best_by} {self.run.best_win_rate:.2f} at step {self.run.best_step}"
+        print(f"step {step}: win rate vs {shown} ({best})")
 
     def save(self) -> None:
         """Model zip, then latest.pt, then state.json (the commit), then the previous zip goes."""
