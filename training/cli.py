@@ -86,7 +86,7 @@ def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
         "exploit",
         help="train a best response against a frozen agent: its win rate is the agent's approximate exploitability",
         description="Train a fresh policy against AGENT (a checkpoint or a heuristic) in every other seat and "
-        "report its win rate over training and at the end, with 95%% intervals (see training/exploit.py).",
+        "report its win rate over training and at the end, with 95% intervals (see training/exploit.py).",
     )
     p.add_argument(
         "agent",
