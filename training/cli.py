@@ -72,7 +72,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         else:
             print("aborted: the last save is intact (continue with --resume)", file=sys.stderr)
         return exit_status(exc)
-    best = f", best mean win rate {result.best_win_rate:.2f}" if result.best_win_rate is not None else ""
+    best = ""
+    if result.best_win_rate is not None:
+        best = f", best {config.best_by} win rate {result.best_win_rate:.2f}"
     if result.interrupted:
         print(f"stopped at step {result.step}: saved in {result.out} (continue with --resume)")
         return 128 + (result.signal or signal.SIGINT)  # 130 for Ctrl-C, 143 for SIGTERM
