@@ -74,7 +74,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return exit_status(exc)
     best = ""
     if result.best_win_rate is not None:
-        best = f", best {config.best_by} win rate {result.best_win_rate:.2f}"
+        best = f", best {result.best_by} win rate {result.best_win_rate:.2f}"
     if result.interrupted:
         print(f"stopped at step {result.step}: saved in {result.out} (continue with --resume)")
         return 128 + (result.signal or signal.SIGINT)  # 130 for Ctrl-C, 143 for SIGTERM

@@ -523,6 +523,7 @@ class TrainResult:
     best_win_rate: float | None
     out: Path
     signal: int | None = None  # the signal that stopped the run (SIGINT, SIGTERM), if one did
+    best_by: str = "mean"  # what best_win_rate is (the run's own config's best_by)
 
 
 class WorkerDied(RuntimeError):
@@ -590,7 +591,7 @@ def train(
             state.get("origin"),
         )
         if run.step >= config.total_steps:  # nothing left to train
-            return TrainResult(run.step, False, 0.0, run.best_win_rate, out)
+            return TrainResult(run.step, False, 0.0, run.best_win_rate, out, best_by=config.best_by)
 
     with torch_threads(1):  # the rollouts; PPO's updates take config.update_threads() (SelfPlayCallback)
         venv = None
@@ -636,7 +637,9 @@ def train(
                     callback.save()
             elapsed = time.time() - start_time
             sps = (model.num_timesteps - start_step) / elapsed if elapsed > 0 else 0.0
-            return TrainResult(model.num_timesteps, interrupted, sps, run.best_win_rate, out, callback.stop_signal)
+            return TrainResult(
+                model.num_timesteps, interrupted, sps, run.best_win_rate, out, callback.stop_signal, config.best_by
+            )
         finally:
             if venv is not None:
                 close_vec_env(venv)
