@@ -508,10 +508,6 @@ def test_updates_take_torch_threads_and_rollouts_one(tmp_path, monkeypatch):
     assert TrainConfig().update_threads() >= 1 and TrainConfig(torch_threads=2).update_threads() == 2
 
 
-def state_best(out: Path) -> float:
-    return json.loads((out / "state.json").read_text())["best_win_rate"]
-
-
 @pytest.mark.parametrize(("best_by", "expected"), [("mean", 192), ("worst", 128)])
 def test_best_pt_keeps_the_evaluation_best_by_mean_or_worst(tmp_path, monkeypatch, best_by, expected):
     import training.train as train_module
@@ -526,8 +522,8 @@ def test_best_pt_keeps_the_evaluation_best_by_mean_or_worst(tmp_path, monkeypatc
     out = tmp_path / "run"
     config = TrainConfig(**{**TINY, "n_envs": 1, "eval_every": 64, "best_by": best_by})
     result = train_module.train(config, out=out)
-    assert result.best_by == best_by and result.best_win_rate == state_best(out)
     state = json.loads((out / "state.json").read_text())
+    assert result.best_by == best_by and result.best_win_rate == state["best_win_rate"]
     assert [e["step"] for e in state["evaluations"]] == [64, 128, 192, 256]
     assert state["best_step"] == expected and read_checkpoint(out / "best.pt")["step"] == expected
     assert state["best_win_rate"] == pytest.approx({"mean": 0.65, "worst": 0.4}[best_by])

@@ -461,13 +461,13 @@ class SelfPlayCallback(BaseCallback):
         step = self.model.num_timesteps
         checkpoint = self.checkpoint()
         rates = evaluate(self.config, checkpoint, step, self.out / "saves")
-        mean = float(np.mean(list(rates.values())))
+        mean, worst = float(np.mean(list(rates.values()))), min(rates.values())
         for baseline, rate in rates.items():
             self.logger.record(f"eval/win_rate_vs_{baseline}", rate)
         self.logger.record("eval/win_rate_mean", mean)
-        self.logger.record("eval/win_rate_worst", min(rates.values()))
+        self.logger.record("eval/win_rate_worst", worst)
         self.run.evaluations.append({"step": step, "win_rates": rates, "mean": mean})
-        score = mean if self.config.best_by == "mean" else min(rates.values())
+        score = mean if self.config.best_by == "mean" else worst
         if self.run.best_win_rate is None or score > self.run.best_win_rate:
             self.run.best_win_rate, self.run.best_step = score, step
             save_checkpoint(checkpoint, self.out / BEST)

@@ -2,14 +2,14 @@
 
 The policy sees one game's observation and no history of its opponent's bids, so against a mixed league it must
 play one way against all of them, while the heuristics are non-transitive (value beats bargain 99.5%). This
-script trains two copies of the shipped 2-player bot in the same league of heuristics, with the same seeds: one
-*oracle* copy whose observation carries a one-hot of its opponent's name, and one *blind* copy whose extra inputs
-are always zero (the same network otherwise). If the oracle copy beats each heuristic where the blind one cannot,
+script trains two copies of the 2-player bot of stage 4 (shipped before stage 6) in the same league of heuristics,
+with the same seeds: one *oracle* copy whose observation carries a one-hot of its opponent's name, and one *blind*
+copy whose extra inputs are always zero (the same network otherwise). If the oracle copy beats each heuristic where the blind one cannot,
 what the bot lacks is memory of its opponent (a history in the observation, or a recurrent policy); if neither
 does, it is the learner.
 
-    python scripts/experiments/oracle_opponent.py --mode oracle --steps 1000000 --out runs/oracle_2p
-    python scripts/experiments/oracle_opponent.py --mode blind  --steps 1000000 --out runs/blind_2p
+    python scripts/experiments/oracle_opponent.py --mode oracle --steps 1500000 --out runs/oracle_2p
+    python scripts/experiments/oracle_opponent.py --mode blind  --steps 1500000 --out runs/blind_2p
 
 Each writes ``<out>/evals.json`` (greedy win rates against each heuristic, seats alternated, the same seeds at
 every evaluation). Not a product feature: the env's observation is fixed by the interface (ENVIRONMENT.md).
@@ -36,6 +36,7 @@ import json
 import time
 from pathlib import Path
 
+import gymnasium
 import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
@@ -61,8 +62,6 @@ class Identified(SB3VecEnv):
         super().__init__(venv)
         low = np.concatenate([self.observation_space.low, np.zeros(len(NAMES), np.float32)])
         high = np.concatenate([self.observation_space.high, np.ones(len(NAMES), np.float32)])
-        import gymnasium
-
         self.observation_space = gymnasium.spaces.Box(low, high, dtype=np.float32)
         self.oracle, self.fixed = oracle, fixed
 
@@ -136,7 +135,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=["oracle", "blind"], required=True)
     parser.add_argument("--steps", type=int, default=1_000_000)
-    parser.add_argument("--init", default="checkpoints/two_players.pt")
+    # stage 4's best.pt, the 2-player bot shipped before stage 6 (git show fd78276^:checkpoints/two_players.pt)
+    parser.add_argument("--init", default="runs/two_players_robust_margin/best.pt")
     parser.add_argument("--every", type=int, default=250_000)
     parser.add_argument("--games", type=int, default=120)
     parser.add_argument("--seed", type=int, default=61)
@@ -157,7 +157,7 @@ def main() -> None:
     )  # fmt: skip
     assert policy["activation"] == "tanh"
     weights = policy["state_dict"]
-    with torch.no_grad():  # the shipped policy; the extra inputs' weights start at zero, the value network fresh
+    with torch.no_grad():  # the starting policy; the extra inputs' weights start at zero, the value network fresh
         for i, layer in enumerate(actor_layers(model.policy)):
             w = weights[f"layers.{i}.weight"]
             layer.weight.zero_()
