@@ -317,6 +317,7 @@ BAD_RULES = {
     "players as a boolean": ({"players": True}, "players: expected 2, 3 or 4, got True"),
     "max_rounds 0": ({"max_rounds": 0}, "max_rounds: expected a positive integer, got 0"),
     "max_rounds fractional": ({"max_rounds": 2.5}, "max_rounds: expected a positive integer, got 2.5"),
+    "max_rounds past float32": ({"max_rounds": 10**40}, "max_rounds: expected at most 16,777,216 (2**24"),
     "bid_refunds as a string": ({"bid_refunds": "yes"}, "bid_refunds: expected true or false, got 'yes'"),
     "area_control_bonus as 1": ({"area_control_bonus": 1}, "area_control_bonus: expected true or false, got 1"),
     "first_edition as None": ({"first_edition": None}, "first_edition: expected true or false, got None"),

@@ -61,6 +61,7 @@ TIE, BEAT = 0, 1
 SCHEMING_SPACE = "Scheming"
 GUY_BIDS_COMPULSORY = 2  # D12
 MAX_GUY_BIDS = 6  # D12
+MAX_ROUNDS_LIMIT = 2**24  # the largest round count a float32 observation holds exactly
 
 
 class RulesError(ValueError):
@@ -91,6 +92,11 @@ class Rules:
             raise RulesError(f"players: expected 2, 3 or 4, got {self.players!r}")
         if isinstance(self.max_rounds, bool) or not isinstance(self.max_rounds, int) or self.max_rounds < 1:
             raise RulesError(f"max_rounds: expected a positive integer, got {self.max_rounds!r}")
+        if self.max_rounds > MAX_ROUNDS_LIMIT:
+            raise RulesError(
+                f"max_rounds: expected at most {MAX_ROUNDS_LIMIT:,} (2**24; observations are float32, exact up to "
+                f"there; a game lasts about 15 rounds), got {self.max_rounds:,}"
+            )
         if not isinstance(self.board, str) or not self.board:
             raise RulesError(f"board: expected a board name or a path, got {self.board!r}")
         forced = self.players == 2 or self.first_edition
