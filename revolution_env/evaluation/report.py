@@ -13,6 +13,7 @@ from typing import Any
 
 from ..files import atomic_write as write_atomic
 from .runner import Evaluation
+from .stats import RATING_ORDERS
 
 RESULTS = "results.json"
 GAMES = "games.jsonl"
@@ -163,7 +164,8 @@ def markdown(evaluation: Evaluation, command: str | None = None, plots: list[str
         _markdown_table(list(COLUMNS), table_rows(evaluation)),
         "",
         "A win shared by k players counts 1/k. Margin: final support minus the best other seat's (the puppet "
-        "included). Rating: openskill Plackett-Luce from each game's finishing order.",
+        "included). Rating: openskill Plackett-Luce from each game's finishing order, averaged over "
+        f"{RATING_ORDERS} random orders of the games.",
     ]
     if evaluation.head_to_head is not None:
         names = ranked(evaluation)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,19 +104,42 @@ def aggregate(results: Sequence[GameResult], names: Sequence[str] | None = None)
     return stats
 
 
-def rate(results: Sequence[GameResult], names: Sequence[str]) -> dict[str, tuple[float, float]]:
-    """Openskill Plackett-Luce ratings (mu, sigma), updated game by game from each finishing order (ties share
-    a place)."""
+RATING_ORDERS = 32  # seeded random orders of the games that the ratings are averaged over
+RATING_SEED = 0
+
+
+def rate(
+    results: Sequence[GameResult], names: Sequence[str], orders: int = RATING_ORDERS
+) -> dict[str, tuple[float, float]]:
+    """Openskill Plackett-Luce ratings (mu, sigma) from each game's finishing order (ties share a place), averaged
+    over ``orders`` seeded random orders of the games.
+
+    Openskill updates one game at a time, so one pass rates the same games differently in a different order; and a
+    tournament plays its lineups one after another, so rating games in the order they were played favours whoever
+    played last (an agent whose games all came first was rated against opponents whose ratings had not settled;
+    in a pool, that put the better of two agents second). Averaging over random orders, as Chatbot Arena's bootstrap
+    of online Elo does, leaves the ratings a function of the set of games alone: of neither the order they were
+    played in nor where (locally or on Ray)."""
     from openskill.models import PlackettLuce
 
+    if isinstance(orders, bool) or not isinstance(orders, int) or orders < 1:
+        raise ValueError(f"orders: expected a positive integer, got {orders!r}")
     model = PlackettLuce()
-    ratings = {name: model.rating(name=name) for name in names}
-    for r in results:
-        teams = [[ratings[name]] for name in r.agents]
-        updated = model.rate(teams, ranks=r.ranks())
-        for name, (rating,) in zip(r.agents, updated):
-            ratings[name] = rating
-    return {name: (float(x.mu), float(x.sigma)) for name, x in ratings.items()}
+    canonical = sorted(
+        results, key=lambda r: (r.agents, r.support, r.winners, r.rounds, r.seed if r.seed is not None else -1)
+    )
+    rng = random.Random(RATING_SEED)
+    totals = {name: [0.0, 0.0] for name in names}
+    for _ in range(orders):
+        ratings = {name: model.rating(name=name) for name in names}
+        for r in rng.sample(canonical, len(canonical)):
+            updated = model.rate([[ratings[name]] for name in r.agents], ranks=r.ranks())
+            for name, (rating,) in zip(r.agents, updated):
+                ratings[name] = rating
+        for name, rating in ratings.items():
+            totals[name][0] += rating.mu
+            totals[name][1] += rating.sigma
+    return {name: (mu / orders, sigma / orders) for name, (mu, sigma) in totals.items()}
 
 
 def head_to_head(results: Sequence[GameResult], names: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
