@@ -6,6 +6,11 @@
 
 One ``--config`` per training stage (a run started with ``init_from`` is a stage after its source's stages).
 
+    python scripts/make_card.py checkpoints/three_players.pt --refresh
+
+rewrites a card from the sources its JSON names (configs, results folders and their commands, exploit runs, note),
+after those results were rerun; any other argument given replaces the card's own.
+
 Each results folder is the ``--out`` of a ``revolution eval`` run (its ``results.json``). The card is written
 beside the checkpoint as ``<name>.md`` (for people) and ``<name>.json`` (for tools).
 """
@@ -24,18 +29,25 @@ from training.config import load_config
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint")
-    parser.add_argument("results", nargs="+", help="folders holding an evaluation's results.json")
+    parser.add_argument("results", nargs="*", help="folders holding an evaluation's results.json")
     parser.add_argument("--command", action="append", default=[], help="the command behind each results folder")
     parser.add_argument(
-        "--config", action="append", required=True, help="the config file of each training stage, first first"
+        "--config", action="append", default=[], help="the config file of each training stage, first first"
     )
-    parser.add_argument("--note", default="", help="a paragraph for the card (what was tried, what is missing)")
+    parser.add_argument("--note", default=None, help="a paragraph for the card (what was tried, what is missing)")
     parser.add_argument(
         "--exploit", action="append", default=[], help="a `revolution exploit` run folder (its exploit.json)"
     )
+    parser.add_argument("--refresh", action="store_true", help="take every argument not given from the card's own JSON")
     args = parser.parse_args()
 
     path = Path(args.checkpoint)
+    if args.refresh:
+        _fill_from_card(args, path.with_suffix(".json"))
+    if not args.results:
+        parser.error("give at least one results folder (or --refresh, to take them from the card)")
+    if not args.config:
+        parser.error("give one --config per training stage (or --refresh, to take them from the card)")
     ckpt = read_checkpoint(path)
     stages = history(ckpt)
     evaluations = []
@@ -69,7 +81,7 @@ def main() -> None:
         "config": ckpt.get("config"),
         "evaluations": evaluations,
         "exploitability": exploits,
-        "note": args.note,
+        "note": args.note or "",
     }
     path.with_suffix(".json").write_text(json.dumps(card, indent=1) + "\n")
 
@@ -133,6 +145,18 @@ def main() -> None:
         lines.append("")
     path.with_suffix(".md").write_text("\n".join(lines))
     print(f"written: {path.with_suffix('.md')}, {path.with_suffix('.json')}")
+
+
+def _fill_from_card(args: argparse.Namespace, card_path: Path) -> None:
+    if not card_path.exists():
+        raise SystemExit(f"--refresh: no card at {card_path}")
+    card = json.loads(card_path.read_text())
+    if not args.results:
+        args.results = [ev["results"] for ev in card["evaluations"]]
+        args.command = [ev["command"] for ev in card["evaluations"]]
+    args.config = args.config or [stage["config"] for stage in card["stages"]]
+    args.exploit = args.exploit or [e["run"] for e in card["exploitability"]]
+    args.note = card["note"] if args.note is None else args.note
 
 
 def _stage_configs(configs: list[str], stages: int) -> list[str]:
