@@ -54,3 +54,24 @@ def test_shipped_bot_plays_every_decision_legally(name: str) -> None:
 def test_a_shipped_bot_refuses_another_variant() -> None:
     with pytest.raises(ValueError, match="players"):
         revolution_env.load_agent(str(CHECKPOINTS / "three_players.pt"), players=4)
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_a_shipped_bots_card_is_up_to_date_with_its_results(name: str, tmp_path: Path) -> None:
+    # `make_card.py --refresh` rebuilds a card from the results folders and runs its JSON names: the shipped card
+    # must be what it writes, so that a rerun evaluation (or a checkpoint swapped under its card) shows here.
+    import shutil
+    import subprocess
+    import sys
+
+    root = CHECKPOINTS.parent
+    for suffix in (".pt", ".json"):
+        shutil.copy(CHECKPOINTS / Path(name).with_suffix(suffix), tmp_path / Path(name).with_suffix(suffix))
+    proc = subprocess.run(
+        [sys.executable, "scripts/make_card.py", str(tmp_path / name), "--refresh"],
+        cwd=root, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    shipped, rebuilt = (CHECKPOINTS / name).with_suffix(".md"), (tmp_path / name).with_suffix(".md")
+    assert rebuilt.read_text() == shipped.read_text(), f"{shipped} is stale: rerun make_card.py {shipped} --refresh"
+    assert json.loads(rebuilt.with_suffix(".json").read_text()) == json.loads(shipped.with_suffix(".json").read_text())
