@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from openskill.models import PlackettLuce
 
 import revolution_env
 from revolution_env.agents.base import Agent, RandomAgent
@@ -29,7 +30,7 @@ from revolution_env.evaluation import (
 from revolution_env.evaluation.cli import main
 from revolution_env.evaluation.report import write_atomic
 from revolution_env.evaluation.runner import game_seed, lineup_tasks, pool_lineups, seat_orders
-from revolution_env.evaluation.stats import rate
+from revolution_env.evaluation.stats import one_pass, rate
 
 SHIPPED_3P = Path(__file__).resolve().parent.parent / "checkpoints" / "three_players.pt"
 
@@ -134,22 +135,11 @@ def test_ratings_do_not_favour_whoever_played_last():
     # games without either. Rated in that order, one pass puts a 3 points above b (the bug this guards against).
     results = _lineup_games("a c d", 60) + _lineup_games("b c d", 60) + _lineup_games("c d e", 120)
     names = list("abcde")
-    one_pass = _one_pass_mu(results, names)
-    assert one_pass["a"] - one_pass["b"] > 2.0  # the order effect is real in this tournament
+    played = one_pass(PlackettLuce(), results, names)
+    assert played["a"].mu - played["b"].mu > 2.0  # the order effect is real in this tournament
     ratings = rate(results, names)
     assert abs(ratings["a"][0] - ratings["b"][0]) < 1.0
     assert ratings["a"][0] > ratings["c"][0] > ratings["d"][0] > ratings["e"][0]
-
-
-def _one_pass_mu(results: list[GameResult], names: list[str]) -> dict[str, float]:
-    from openskill.models import PlackettLuce
-
-    model = PlackettLuce()
-    ratings = {name: model.rating(name=name) for name in names}
-    for r in results:
-        for name, (rating,) in zip(r.agents, model.rate([[ratings[n]] for n in r.agents], ranks=r.ranks())):
-            ratings[name] = rating
-    return {name: x.mu for name, x in ratings.items()}
 
 
 @pytest.mark.parametrize("orders", [0, -1, 2.5, True])

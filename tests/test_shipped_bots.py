@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,10 +63,6 @@ def test_a_shipped_bot_refuses_another_variant() -> None:
 def test_a_shipped_bots_card_is_up_to_date_with_its_results(name: str, tmp_path: Path) -> None:
     # `make_card.py --refresh` rebuilds a card from the results folders and runs its JSON names: the shipped card
     # must be what it writes, so that a rerun evaluation (or a checkpoint swapped under its card) shows here.
-    import shutil
-    import subprocess
-    import sys
-
     root = CHECKPOINTS.parent
     for suffix in (".pt", ".json"):
         shutil.copy(CHECKPOINTS / Path(name).with_suffix(suffix), tmp_path / Path(name).with_suffix(suffix))

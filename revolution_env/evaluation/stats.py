@@ -131,15 +131,20 @@ def rate(
     rng = random.Random(RATING_SEED)
     totals = {name: [0.0, 0.0] for name in names}
     for _ in range(orders):
-        ratings = {name: model.rating(name=name) for name in names}
-        for r in rng.sample(canonical, len(canonical)):
-            updated = model.rate([[ratings[name]] for name in r.agents], ranks=r.ranks())
-            for name, (rating,) in zip(r.agents, updated):
-                ratings[name] = rating
-        for name, rating in ratings.items():
+        for name, rating in one_pass(model, rng.sample(canonical, len(canonical)), names).items():
             totals[name][0] += rating.mu
             totals[name][1] += rating.sigma
     return {name: (mu / orders, sigma / orders) for name, (mu, sigma) in totals.items()}
+
+
+def one_pass(model: Any, results: Sequence[GameResult], names: Sequence[str]) -> dict[str, Any]:
+    """The ratings of one openskill ``model`` updated game by game, in the order given (``rate`` averages orders)."""
+    ratings = {name: model.rating(name=name) for name in names}
+    for r in results:
+        updated = model.rate([[ratings[name]] for name in r.agents], ranks=r.ranks())
+        for name, (rating,) in zip(r.agents, updated):
+            ratings[name] = rating
+    return ratings
 
 
 def head_to_head(results: Sequence[GameResult], names: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
