@@ -22,7 +22,7 @@ is full; areas are scored by the player with strictly the most cubes. The rules 
 
 ## Options
 `players` (2, 3, 4; default 3), `bid_refunds` (default: on for 2 players and the first edition, else off),
-`area_control_bonus` (False), `first_edition` (False), `max_rounds` (100), `reward` (`"win_loss"` or
+`area_control_bonus` (False), `first_edition` (False), `max_rounds` (100, at most 2**24), `reward` (`"win_loss"` or
 `"margin"`), `board` (`"standard"` or a path to a board JSON file), `render_mode` (`"ansi"`, `"human"`,
 `"rgb_array"`), `illegal` (`"terminate"` or `"raise"`, see "Illegal actions"; `raw_env` always raises),
 `action_mode` (`"bid"`, the masked MultiDiscrete below, or `"tokens"`, see "Token mode"). An unknown option or a
