@@ -12,12 +12,15 @@ import warnings
 
 import numpy as np
 import pytest
+from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 import revolution_env
+from revolution_env.batched.kernels import K_BID
 from revolution_env.engine.scenario import run_scenario, state_dict
 from revolution_env.env.encoding import NONE, Codec, IllegalActionError
 from revolution_env.env.observation import ObservationLayout
+from revolution_env.env.tokens import TokenCodec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = {
@@ -359,3 +362,137 @@ def test_opponents_asked_in_threads_play_the_same_games(monkeypatch) -> None:
             assert all(np.array_equal(x, y) for x, y in zip(a, b))
         else:
             assert a == b
+
+
+# --- the token mode (action_mode="tokens") ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["3 players", "2 players (Guy)", "bid refunds", "4 players"])
+def test_token_mode_observations_and_masks_match_the_scalar_env(variant: str) -> None:
+    """At every bid step, each game's observation and mask are the scalar token mode's for the same state (the
+    exported game replayed by the scalar engine), the bid so far and the last token placed, tracked here from the
+    actions sent; every other decision's mask is the bid mode's dimension 0."""
+    env = revolution_env.vector_env(4, opponents="random", action_mode="tokens", **VARIANTS[variant])
+    obs, _ = env.reset(seed=3)
+    codec = Codec(env.layout)
+    tokens = TokenCodec(codec)
+    layout = ObservationLayout(codec, building=True)
+    assert env.single_action_space == spaces.Discrete(tokens.n)
+    assert obs.shape == (4, layout.size) and env.action_masks().shape == (4, tokens.n)
+    building = np.zeros((4, codec.T, 3), dtype=np.int64)
+    last = np.full(4, -1)
+    rng = np.random.default_rng(0)
+    compared = {"bid": 0, "other": 0}
+    for _ in range(150):
+        masks = env.action_masks()
+        for i in range(4):
+            kind = revolution_env.Decision(int(env._kinds[i]))
+            game = run_scenario(env.game.export(i))
+            seat = int(env.seat[i])
+            if kind == revolution_env.Decision.BID:
+                assert state_dict(game) == env.game.state_dict(i)
+                expected = layout.build(game, seat, kind)
+                expected[layout.features["bid_building"].start :] = building[i].ravel()
+                np.testing.assert_array_equal(obs[i], expected)
+                np.testing.assert_array_equal(masks[i], tokens.mask(game, seat, kind, building[i], int(last[i])))
+                compared["bid"] += 1
+            else:
+                np.testing.assert_array_equal(masks[i, : codec.C], env.view.choice_masks(
+                    env.game, np.array([i]), np.array([seat]), np.array([int(kind)]))[0])  # fmt: skip
+                assert not masks[i, codec.C :].any()
+                compared["other"] += 1
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        held = env.game.tokens[np.arange(4), env.seat].copy()
+        kinds = env._kinds.copy()
+        obs, _, terminated, truncated, _ = env.step(actions)
+        for i in range(4):
+            if kinds[i] == K_BID and held[i].any():
+                t, c = divmod(int(actions[i]), codec.T)
+                building[i, c, t] += 1
+                last[i] = actions[i]
+            if kinds[i] != K_BID or (building[i].sum(0) == held[i]).all() or terminated[i] or truncated[i]:
+                building[i], last[i] = 0, -1  # the bid went in (or the game ended): a new one starts empty
+    assert compared["bid"] > 200
+    if VARIANTS[variant]["players"] == 2:
+        assert compared["other"] > 0
+
+
+def test_token_mode_plays_the_bid_modes_games_token_by_token() -> None:
+    """One game at a time, the token mode driven by the canonical sequences of the bid mode's actions plays the
+    same games as the bid mode (the same seed, the same random opponents)."""
+    bid = revolution_env.vector_env(1, players=3, opponents="random")
+    tok = revolution_env.vector_env(1, players=3, opponents="random", action_mode="tokens")
+    bid.reset(seed=9)
+    tok.reset(seed=9)
+    tokens = TokenCodec(bid.codec)
+    rng = np.random.default_rng(4)
+    games = 0
+    while games < 3:
+        action = random_actions(bid, rng)
+        if bid._kinds[0] == K_BID:
+            held = bid.game.tokens[0, bid.seat[0]]
+            sequence = tokens.sequence(bid.codec.bid_counts(action[0], held))
+        else:
+            sequence = [int(action[0, 0])]
+        for a in sequence[:-1]:
+            _, rewards, terminated, truncated, _ = tok.step(np.array([a]))
+            assert not (terminated | truncated).any() and rewards[0] == 0
+        _, r_tok, term_tok, _, _ = tok.step(np.array([sequence[-1]]))
+        obs, r_bid, term_bid, _, _ = bid.step(action)
+        assert r_tok[0] == r_bid[0] and term_tok[0] == term_bid[0]
+        np.testing.assert_array_equal(tok.game.state_dict(0)["tokens"], bid.game.state_dict(0)["tokens"])
+        finished = tok.pop_finished()
+        assert finished == bid.pop_finished()
+        games += len(finished)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_token_mode_games_replay(variant: str) -> None:
+    env = revolution_env.vector_env(3, opponents="random", action_mode="tokens", **VARIANTS[variant])
+    env.reset(seed=6)
+    finished = []
+    for obs, *_ in play(env, 2000, seed=1):
+        assert env.observation_space.contains(obs)
+        finished += env.pop_finished()
+        if len(finished) >= 3:
+            break
+    assert len(finished) >= 3
+    for scenario, final in finished:
+        assert state_dict(run_scenario(json.loads(json.dumps(scenario)))) == final
+
+
+def test_token_mode_bad_actions_and_options() -> None:
+    with pytest.raises(ValueError, match="action_mode: expected one of bid, tokens"):
+        revolution_env.vector_env(2, action_mode="token")
+    env = revolution_env.vector_env(2, players=3, opponents="random", action_mode="tokens", mask_in_obs=True)
+    obs, _ = env.reset(seed=0)
+    np.testing.assert_array_equal(obs["action_mask"].astype(bool), env.action_masks())
+    with pytest.raises(ValueError, match=r"expected integers of shape \(2,\)"):
+        env.step(np.zeros((2, 57), dtype=np.int64))
+    wrong = np.array([int(np.flatnonzero(~m)[-1]) for m in env.action_masks()])
+    with pytest.warns(UserWarning, match="is not next in the canonical order|is not allowed"):
+        obs, rewards, terminated, _, info = env.step(np.array([wrong[0], np.flatnonzero(env.action_masks()[1])[0]]))
+    assert rewards[0] == -1 and terminated[0] and info["illegal_action"][0] == 1 and not terminated[1]
+    assert obs["observation"][0, -env.codec.T * 3 :].sum() == 0  # the next game starts with an empty bid
+    strict = revolution_env.vector_env(1, players=3, opponents="random", action_mode="tokens", illegal="raise")
+    strict.reset(seed=0)
+    with pytest.raises(IllegalActionError, match="env 0"):
+        strict.step(np.array([strict.tokens.n]))
+
+
+def test_maskable_ppo_learns_in_the_token_mode_on_the_sb3_adapter() -> None:
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    from sb3_contrib.common.maskable.utils import get_action_masks
+
+    from training.vec_env import SB3VecEnv
+
+    venv = SB3VecEnv(revolution_env.vector_env(8, players=3, opponents="random", action_mode="tokens"))
+    venv.seed(0)
+    venv.reset()
+    model = sb3_contrib.MaskablePPO(
+        "MlpPolicy", venv, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu", policy_kwargs={"net_arch": [32]}
+    )
+    model.learn(total_timesteps=512)
+    obs = venv.reset()
+    actions, _ = model.predict(obs, action_masks=get_action_masks(venv))
+    assert venv.venv.action_masks()[np.arange(8), actions].all()

@@ -5,8 +5,8 @@
 | class           | :class:`RevolutionVectorEnv`, a ``gymnasium.vector.VectorEnv`` of ``num_envs`` games            |
 | one game        | like ``gym_env``: the learner plays one seat (``seat``, or drawn per episode), ``opponents`` the others |
 | observation     | the learner's observation vector (float32 ``Box`` with declared bounds), or with ``mask_in_obs=True`` a ``Dict`` of ``"observation"`` and ``"action_mask"`` |
-| action          | ``MultiDiscrete(nvec)`` per game (``single_action_space``), one row per game                    |
-| masks           | ``action_masks()``: bool ``(num_envs, sum(nvec))``; also ``info["action_mask"]``                |
+| action          | ``MultiDiscrete(nvec)`` per game (``single_action_space``), one row per game; with ``action_mode="tokens"`` ``Discrete(n)``, one token of the bid per step (``revolution_env.env.tokens``) |
+| masks           | ``action_masks()``: bool ``(num_envs, sum(nvec))`` (token mode: ``(num_envs, n)``); also ``info["action_mask"]`` |
 | reward          | the learner's: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``, as the scalar env     |
 | autoreset       | ``SAME_STEP`` (Gymnasium 1.x ``AutoresetMode.SAME_STEP``): the step that ends a game returns the next game's first observation; the last one is in ``info["final_obs"]`` (an object array, ``None`` where no game ended) and ``info["final_info"]`` |
 | finished games  | ``pop_finished()``: ``(scenario, final_state)`` pairs that ``revolution scenario`` replays        |
@@ -43,6 +43,7 @@ from ..env.core import MARGIN_SCALE, EnvConfig
 from ..env.encoding import Codec, IllegalActionError
 from ..env.observation import ObservationLayout
 from ..env.spaces import MaskedMultiDiscrete
+from ..env.tokens import TokenCodec, check_action_mode
 from ..workers import usable_cores
 from . import kernels as K
 from .engine import BatchedGame
@@ -79,15 +80,18 @@ KEEP_FINISHED = 100_000  # finished games kept for pop_finished() before the old
 # --- spaces ----------------------------------------------------------------------------------------------------
 
 
-def vector_spaces(codec: Codec, obs_layout: ObservationLayout, mask_in_obs: bool) -> tuple[spaces.Space, spaces.Space]:
-    """One game's observation and action spaces (``single_observation_space``, ``single_action_space``): kept in
-    this one function so that ``gym_env`` and the vector env can share them."""
+def vector_spaces(
+    codec: Codec, obs_layout: ObservationLayout, mask_in_obs: bool, tokens: TokenCodec | None = None
+) -> tuple[spaces.Space, spaces.Space]:
+    """One game's observation and action spaces (``single_observation_space``, ``single_action_space``): the bid
+    mode's ``MultiDiscrete``, or with ``tokens`` the token mode's ``Discrete``."""
     low, high = obs_layout.bounds()
     box = spaces.Box(low, high, (obs_layout.size,), np.float32)
     obs = box
+    size = tokens.n if tokens else codec.size
     if mask_in_obs:
-        obs = spaces.Dict({"observation": box, "action_mask": spaces.Box(0, 1, (codec.size,), np.int8)})
-    return obs, MaskedMultiDiscrete(codec.nvec)
+        obs = spaces.Dict({"observation": box, "action_mask": spaces.Box(0, 1, (size,), np.int8)})
+    return obs, spaces.Discrete(tokens.n) if tokens else MaskedMultiDiscrete(codec.nvec)
 
 
 # --- opponents -------------------------------------------------------------------------------------------------
@@ -126,16 +130,12 @@ class RevolutionVectorEnv(VectorEnv):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs: expected a positive integer, got {num_envs!r}")
         options = dict(options, players=players)
-        if options.get("action_mode", "bid") != "bid":
-            raise ValueError(
-                f"action_mode: the vector env plays the bid mode only (a whole bid per step), got "
-                f"{options['action_mode']!r}; use gym_env(action_mode='tokens') for the token mode"
-            )
-        options.pop("action_mode", None)
+        action_mode = check_action_mode(options.get("action_mode", "bid"))
         if options.get("render_mode") is not None:
             raise ValueError("render_mode: the vector env does not render (use revolution_env.env or gym_env)")
         self.config = config = EnvConfig.from_options(options)
-        self.options = {k: v for k, v in options.items() if k != "render_mode"}
+        # what opponents are built for: they play whole bids whatever the learner's action mode
+        self.options = {k: v for k, v in options.items() if k not in ("render_mode", "action_mode")}
         if config.rules.first_edition:
             raise ValueError(
                 "first_edition: the batched engine does not support the first edition (Card space and deck); "
@@ -160,10 +160,13 @@ class RevolutionVectorEnv(VectorEnv):
         self.mask_in_obs = mask_in_obs
         self.keep_finished = keep_finished
         self.codec = Codec(L)
-        self.obs_layout = ObservationLayout(self.codec)
-        self.view = BatchedView(self.codec, self.obs_layout)
+        # the token mode: the learner's bid is built in _building, one token a step (env/tokens.py); opponents
+        # always play whole bids, through the bid mode's view
+        self.tokens = TokenCodec(self.codec) if action_mode == "tokens" else None
+        self.view = BatchedView(self.codec, ObservationLayout(self.codec))
+        self.obs_layout = ObservationLayout(self.codec, building=self.tokens is not None)  # the learner's
         self.single_observation_space, self.single_action_space = vector_spaces(
-            self.codec, self.obs_layout, mask_in_obs
+            self.codec, self.obs_layout, mask_in_obs, self.tokens
         )
         self.observation_space = batch_space(self.single_observation_space, n)
         self.action_space = batch_space(self.single_action_space, n)
@@ -182,7 +185,9 @@ class RevolutionVectorEnv(VectorEnv):
         self._finished_count = 0
         self._started = False
         self._kinds = np.zeros(n, dtype=np.int64)
-        self._masks = np.zeros((n, self.codec.size), dtype=bool)
+        self._masks = np.zeros((n, self.tokens.n if self.tokens else self.codec.size), dtype=bool)
+        self._building = np.zeros((n, self.codec.T, 3), dtype=np.int64)
+        self._last = np.full(n, -1, dtype=np.int64)
 
     # --- opponents ---------------------------------------------------------------------------------------------
 
@@ -264,6 +269,8 @@ class RevolutionVectorEnv(VectorEnv):
         if k == 0:
             return
         self.game.reset(games, rng.integers(2**63 - 1, size=k))
+        self._building[games] = 0
+        self._last[games] = -1
         if self.fixed_seat is None:
             self.seat[games] = rng.integers(self.players, size=k)
         else:
@@ -304,14 +311,13 @@ class RevolutionVectorEnv(VectorEnv):
         """One decision of the learner in every game; opponents play until the learner is asked again."""
         if not self._started:
             raise RuntimeError("step() before reset(): call reset() first")
-        actions = np.asarray(actions)
         n, game, view = self.num_envs, self.game, self.view
-        if actions.shape != (n, len(self.codec.nvec)) or actions.dtype.kind not in "iu":
-            raise ValueError(
-                f"actions: expected integers of shape ({n}, {len(self.codec.nvec)}), got {actions.dtype} {actions.shape}"
-            )
-        actions = actions.astype(np.int64, copy=False)
-        legal = view.legal(actions, self._masks)
+        actions = self._check_actions(actions)
+        if self.tokens:
+            legal = (actions >= 0) & (actions < self.tokens.n)
+            legal[legal] = self._masks[np.flatnonzero(legal), actions[legal]]
+        else:
+            legal = view.legal(actions, self._masks)
         illegal = ~legal
         if illegal.any():
             self._illegal(np.flatnonzero(illegal), actions)
@@ -319,14 +325,22 @@ class RevolutionVectorEnv(VectorEnv):
         everyone = np.arange(n)
         bidding = everyone[legal & (kinds == K.K_BID)]
         choosing = everyone[legal & (kinds >= K.K_GUY)]
+        if self.tokens:
+            bidding = self._place(bidding, actions[bidding])  # the games whose bid is complete
         if len(bidding):
             bids = np.zeros((len(bidding), self.players, self.codec.T, 3), dtype=np.int64)
             seats = self.seat[bidding]
-            bids[np.arange(len(bidding)), seats] = view.bid_counts(actions[bidding], game.tokens[bidding, seats])
+            if self.tokens:
+                bids[np.arange(len(bidding)), seats] = self._building[bidding]
+                self._building[bidding] = 0
+                self._last[bidding] = -1
+            else:
+                bids[np.arange(len(bidding)), seats] = view.bid_counts(actions[bidding], game.tokens[bidding, seats])
             self._opponent_bids(bidding, bids)
             game.submit_bids(bidding, bids)
         if len(choosing):
-            values = view.engine_choices(actions[choosing, 0], self.seat[choosing], kinds[choosing])
+            choices = actions[choosing] if self.tokens else actions[choosing, 0]
+            values = view.engine_choices(choices, self.seat[choosing], kinds[choosing])
             game.choose(choosing, values)
         self._play_opponents()
         over = game.over.copy()
@@ -346,7 +360,8 @@ class RevolutionVectorEnv(VectorEnv):
         return obs, rewards, terminated, truncated, infos
 
     def action_masks(self) -> np.ndarray:
-        """The learner's flat masks, bool ``(num_envs, sum(nvec))`` (MaskablePPO's form; read-only)."""
+        """The learner's flat masks, bool ``(num_envs, sum(nvec))`` (MaskablePPO's form; read-only), or in the token
+        mode ``(num_envs, n)``."""
         return self._masks
 
     def pop_finished(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -366,15 +381,67 @@ class RevolutionVectorEnv(VectorEnv):
 
     # --- inside ------------------------------------------------------------------------------------------------
 
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        """The actions as int64, (n, D) in the bid mode, (n,) in the token mode; a clear error for another shape."""
+        a = np.asarray(actions)
+        n = self.num_envs
+        if self.tokens:
+            if a.shape in ((n, 1),):
+                a = a.reshape(n)
+            if a.shape != (n,) or a.dtype.kind not in "iu":
+                raise ValueError(
+                    f"actions: expected integers of shape ({n},) (one Discrete({self.tokens.n}) action per game, "
+                    f"action_mode='tokens'), got {a.dtype} {a.shape}"
+                )
+        elif a.shape != (n, len(self.codec.nvec)) or a.dtype.kind not in "iu":
+            raise ValueError(
+                f"actions: expected integers of shape ({n}, {len(self.codec.nvec)}), got {a.dtype} {a.shape}"
+            )
+        return a.astype(np.int64, copy=False)
+
+    def _place(self, games: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """Token mode: one token placed in each of ``games`` (none where the learner holds none); returns the games
+        whose bid is now complete."""
+        seats = self.seat[games]
+        held = self.game.tokens[games, seats]
+        placing = held.any(1)
+        g, a = games[placing], actions[placing]
+        t, c = np.divmod(a, self.codec.T)
+        self._building[g, c, t] += 1
+        self._last[g] = a
+        complete = (self._building[games].sum(1) == held).all(1)
+        return games[complete]
+
     def _observe(self) -> Any:
         everyone = np.arange(self.num_envs)
         self._kinds = kinds = self.view.kinds(self.game, everyone, self.seat)
         obs = self.view.observe(self.game, everyone, self.seat, kinds)
-        self._masks = self.view.masks(self.game, everyone, self.seat, kinds)
+        if self.tokens:
+            obs = np.concatenate([obs, self._building.reshape(self.num_envs, -1).astype(np.float32)], axis=1)
+            self._masks = self._token_masks(everyone, kinds)
+        else:
+            self._masks = self.view.masks(self.game, everyone, self.seat, kinds)
         self._masks.flags.writeable = False  # handed out as it is (action_masks, info): built anew every step
         if self.mask_in_obs:
             return {"observation": obs, "action_mask": self._masks.view(np.int8)}
         return obs
+
+    def _token_masks(self, games: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+        """The learner's token-mode masks (n, tokens.n): ``TokenCodec.mask`` for every game."""
+        tokens, seats = self.tokens, self.seat[games]
+        m = np.zeros((len(games), tokens.n), dtype=bool)
+        m[kinds == K.K_NONE, 0] = True
+        bid = np.flatnonzero(kinds == K.K_BID)
+        if len(bid):
+            g = games[bid]
+            left = self.game.tokens[g, seats[bid]] - self._building[g].sum(1)
+            m[bid] = tokens.bid_masks(left, self._last[g])
+        special = np.flatnonzero(kinds >= K.K_GUY)
+        if len(special):
+            m[special, : self.codec.C] = self.view.choice_masks(
+                self.game, games[special], seats[special], kinds[special]
+            )
+        return m
 
     def _infos(self, illegal: np.ndarray) -> dict[str, Any]:
         ones = np.ones(self.num_envs, dtype=bool)
@@ -411,11 +478,13 @@ class RevolutionVectorEnv(VectorEnv):
                 )
         kinds = np.zeros(len(ended), dtype=np.int64)
         last = self.view.observe(game, ended, self.seat[ended], kinds)
+        if self.tokens:  # the bid under construction: none (the game is over, or ended by an illegal action)
+            last = np.concatenate([last, np.zeros((len(ended), self.codec.T * 3), dtype=np.float32)], axis=1)
         final_obs = np.full(n, None, dtype=object)
         for j, i in enumerate(ended.tolist()):
-            if self.mask_in_obs:
-                mask = np.zeros(self.codec.size, dtype=np.int8)
-                mask[self.codec.offsets] = 1
+            if self.mask_in_obs:  # what nothing to decide allows: 0 in every dimension
+                mask = np.zeros(self._masks.shape[1], dtype=np.int8)
+                mask[0 if self.tokens else self.codec.offsets] = 1
                 final_obs[i] = {"observation": last[j], "action_mask": mask}
             else:
                 final_obs[i] = last[j]
@@ -437,7 +506,10 @@ class RevolutionVectorEnv(VectorEnv):
     def _illegal(self, envs: np.ndarray, actions: np.ndarray) -> None:
         i = int(envs[0])
         kind = Decision(int(self._kinds[i]))
-        why = self.codec._why(actions[i], self._masks[i], kind)
+        if self.tokens:
+            why = self.tokens._why(int(actions[i]), self._masks[i], kind)
+        else:
+            why = self.codec._why(actions[i], self._masks[i], kind)
         if self.config.illegal == "raise":
             raise IllegalActionError(f"env {i} (seat {int(self.seat[i])}): illegal action for decision {kind!r}: {why}")
         self._warn_once("illegal", f"env {i}: illegal action for decision {kind!r} ({why}); the game ends, reward -1")

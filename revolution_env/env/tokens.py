@@ -53,15 +53,28 @@ class TokenCodec:
             m[: self.codec.C] = self.codec.mask(game, seat, kind)[: self.codec.C]
             return m
         left = game.tokens[seat] - building.sum(0)
-        if not left.any():
-            m[0] = 1  # nothing to place: the empty bid
-            return m
-        t = int(np.flatnonzero(left)[0])
-        ok = self._legal[:, t].astype(np.int8)
-        if last >= 0 and last // self.T == t:
-            ok[: last % self.T] = 0
-        m[t * self.T : (t + 1) * self.T] = ok
-        return m
+        return self.bid_masks(left[None], np.array([last]))[0].astype(np.int8)
+
+    def bid_masks(self, left: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """(m, n) bool: the masks of m seats building a bid, with ``left`` (m, 3) tokens still to place per type
+        and ``last`` (m,) the last token action each placed (-1 for none). With nothing left, only action 0 (the
+        empty bid, or the bid complete). The one definition of the bid masks: the scalar env, the vector env and a
+        token-mode policy playing a bid all call it."""
+        left = np.asarray(left, dtype=np.int64).reshape(-1, 3)
+        last = np.asarray(last, dtype=np.int64).reshape(-1)
+        T = self.T
+        out = np.zeros((len(left), self.n), dtype=bool)
+        building = left.any(1)
+        out[~building, 0] = True
+        rows = np.flatnonzero(building)
+        if len(rows) == 0:
+            return out
+        t = np.argmax(left[rows] > 0, axis=1)  # the lowest type with tokens left
+        before = last[rows]
+        floor = np.where((before >= 0) & (before // T == t), before % T, 0)  # not before the last token of t
+        ok = self._legal[:, t].T & (np.arange(T)[None, :] >= floor[:, None])
+        out[rows[:, None], t[:, None] * T + np.arange(T)[None, :]] = ok
+        return out
 
     def check(self, action: Any, mask: np.ndarray, agent: str, kind: Decision) -> int:
         """The action as an ``int``, or :class:`IllegalActionError` saying why; nothing changes."""
