@@ -17,6 +17,7 @@ from revolution_env import files
 from revolution_env.agents.checkpoint import (
     FORMAT,
     FORMAT_VERSION,
+    action_mode,
     check_compatible,
     env_metadata,
     history,
@@ -28,6 +29,7 @@ from revolution_env.agents.checkpoint import (
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "action_mode",
     "atomic_write",
     "atomic_write_json",
     "check_compatible",
@@ -68,7 +70,7 @@ def make_checkpoint(
     checkpoint = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
-        **env_metadata(env_options),
+        **env_metadata({**env_options, "action_mode": policy.get("action_mode", "bid")}),
         "policy": dict(policy),
         "config": dict(config or {}),
         "step": int(step),

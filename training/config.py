@@ -42,6 +42,11 @@ class TrainConfig:
     """A board name or a path to a board JSON file."""
     reward: str = "win_loss"
     """The learner's reward at the end of a game: ``win_loss`` (+1 / -1) or ``margin`` (support margin / 100)."""
+    action_mode: str = "bid"
+    """The learner's action: ``bid`` (a whole bid a step, the masked MultiDiscrete, independent per token) or
+    ``tokens`` (one token of the bid a step, a Discrete action: the policy is autoregressive over a bid, so it can
+    mix over whole bids; a bid takes as many steps as the tokens held). Opponents always bid whole bids; a
+    token-mode checkpoint plays in any game. ``tokens`` needs the vector backend."""
 
     # --- PPO -----------------------------------------------------------------------------------------------------
     total_steps: int = 200_000
@@ -144,6 +149,10 @@ class TrainConfig:
     """Who takes the seats beyond the learner and the baseline with 3 or 4 players (None: more copies of the
     baseline; identical bots tend to tie each other's bids, which flatters the learner). With ``random`` the
     evaluation is in effect a duel with a weak third party: 0.5 is parity."""
+    eval_sample: bool = False
+    """Evaluate the policy sampling its actions (the spec ``PATH:sample``) instead of its argmax: for a policy meant
+    to mix (a token-mode policy's argmax is taken token by token, not over whole bids). ``best.pt`` is picked by
+    these evaluations either way."""
     eval_workers: int = 1
     """Processes the evaluation plays its games in."""
     best_by: str = "mean"
@@ -294,6 +303,7 @@ CHECKS = {
     "max_rounds": _positive_int,
     "board": _board,
     "reward": _one_of(*REWARDS),
+    "action_mode": _one_of("bid", "tokens"),
     "total_steps": _positive_int,
     "n_envs": _positive_int,
     "env_backend": _one_of("auto", "vector", "subprocess"),
@@ -333,6 +343,7 @@ CHECKS = {
     "eval_games": _positive_int,
     "eval_opponents": _optional_specs,
     "eval_fill": lambda v: None if v is None else _spec(v),
+    "eval_sample": _bool,
     "eval_workers": _positive_int,
     "best_by": _one_of("mean", "worst"),
     "save_every": _positive_int,
@@ -359,6 +370,8 @@ def check(config: TrainConfig) -> None:
         raise ValueError("bid_refunds: the two-player variant always plays with Bid Refunds")
     if config.first_edition and config.env_backend == "vector":
         raise ValueError("env_backend: the batched engine does not play the first edition (use auto or subprocess)")
+    if config.action_mode == "tokens" and config.backend() != "vector":
+        raise ValueError("action_mode: tokens trains on the batched engine only (env_backend: auto or vector)")
     if config.first_edition and config.bid_refunds is False:
         raise ValueError("bid_refunds: the first edition always plays with Bid Refunds (D14)")
 

@@ -29,10 +29,14 @@ def policy_from_sb3(sb3_policy: Any, activation: str) -> dict[str, Any]:
     for i, layer in enumerate(linears):
         state[f"layers.{i}.weight"] = layer.weight.detach().cpu().clone()
         state[f"layers.{i}.bias"] = layer.bias.detach().cpu().clone()
-    return {
+    space = sb3_policy.action_space
+    policy = {
         "hidden": [layer.out_features for layer in linears[:-1]],
         "activation": activation,
         "obs_size": int(linears[0].in_features),
-        "nvec": [int(n) for n in sb3_policy.action_space.nvec],
+        "nvec": [int(n) for n in space.nvec] if hasattr(space, "nvec") else [int(space.n)],
         "state_dict": state,
     }
+    if not hasattr(space, "nvec"):  # a Discrete action: the token mode
+        policy["action_mode"] = "tokens"
+    return policy

@@ -98,7 +98,8 @@ def _collect_batched(config: TrainConfig, teacher: Any, shares: list[int], seed:
 
     options = config.env_options()
     n = len(shares)
-    env = vector_env(n, opponents=LeagueReader(None, config.heuristics, options), keep_finished=0, **options)
+    league = LeagueReader(None, config.heuristics, options)
+    env = vector_env(n, opponents=league, keep_finished=0, action_mode=config.action_mode, **options)
     seeds = np.random.default_rng(np.random.SeedSequence([seed, n]))
     obs, info = env.reset(seed=int(seeds.integers(2**31)))
     teacher.reset(int(seeds.integers(2**31)))
@@ -107,9 +108,13 @@ def _collect_batched(config: TrainConfig, teacher: Any, shares: list[int], seed:
     done: list[list[tuple]] = []  # finished games, in the order they finished
     returns: list[float] = []
     held = [0] * n
+    queued: list[list[int]] = [[] for _ in range(n)]  # the token mode: the teacher's decision, token by token
     while min(h - s for h, s in zip(held, shares)) < 0:
         masks = env.action_masks()
-        actions = act_batch(teacher, obs, masks, info["decision"])
+        if env.tokens:
+            actions = _teacher_tokens(env, teacher, queued)
+        else:
+            actions = act_batch(teacher, obs, masks, info["decision"])
         scaled = obs / scale
         rows = [(scaled[i], masks[i], actions[i], int(info["decision"][i])) for i in range(n)]
         obs, reward, terminated, truncated, info = env.step(actions)
@@ -133,6 +138,24 @@ def _collect_batched(config: TrainConfig, teacher: Any, shares: list[int], seed:
         np.repeat(np.arange(len(done), dtype=np.int64), [len(g) for g in done]),
         len(done),
     )
+
+
+def _teacher_tokens(env: Any, teacher: Any, queued: list[list[int]]) -> np.ndarray:
+    """The token mode's next action of every game: the next token of the teacher's bid (the teacher decides, in
+    the bid mode, for the games that start a decision), or its choice."""
+    start = np.array([not q for q in queued])
+    if start.any():
+        games = np.flatnonzero(start)
+        obs, masks = env.bid_mode_view()
+        kinds = env._kinds[games]
+        decided = act_batch(teacher, obs[games], masks[games], kinds)
+        for i, action, kind in zip(games.tolist(), decided, kinds.tolist()):
+            if kind == Decision.BID:
+                counts = env.codec.bid_counts(action, env.game.tokens[i, env.seat[i]])
+                queued[i] = env.tokens.sequence(counts)
+            else:
+                queued[i] = [int(action[0])]
+    return np.array([q.pop(0) for q in queued], dtype=np.int64)
 
 
 def _collect(config: TrainConfig, steps: int, key: tuple[int, int]) -> Demonstrations:
@@ -184,9 +207,10 @@ def held_out(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _batch(demos: Demonstrations, idx: np.ndarray, device: Any) -> tuple[torch.Tensor, ...]:
+    actions = demos.actions[idx]
     return (
         torch.as_tensor(demos.obs[idx], device=device),
-        torch.as_tensor(demos.actions[idx], device=device),
+        torch.as_tensor(actions.reshape(-1) if actions.ndim == 1 else actions, device=device),
         torch.as_tensor(demos.masks[idx], device=device),
         torch.as_tensor(demos.returns[idx], device=device),
     )
@@ -223,10 +247,11 @@ def score(policy: Any, demos: Demonstrations, idx: np.ndarray) -> dict[str, floa
         obs, actions, masks, returns = _batch(demos, idx, policy.device)
         values, log_prob, _ = policy.evaluate_actions(obs, actions, action_masks=masks)
         greedy = policy.get_distribution(obs, action_masks=masks.cpu().numpy()).get_actions(deterministic=True)
-    same = (greedy == actions).cpu().numpy()
+    same = (greedy == actions).cpu().numpy().reshape(len(idx), -1)
     exact = same.all(axis=1)
     bids = demos.decisions[idx] == Decision.BID
-    nvec = np.asarray(policy.action_space.nvec)
+    space = policy.action_space
+    nvec = np.asarray(space.nvec if hasattr(space, "nvec") else [space.n])  # the token mode: one Discrete
     offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
     legal = np.add.reduceat(demos.masks[idx].astype(np.int64), offsets, axis=1)  # legal values per dimension
     open_ = legal > 1

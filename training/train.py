@@ -49,7 +49,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
-from revolution_env.agents.loading import checkpoint_path
+from revolution_env.agents.loading import SAMPLING, checkpoint_path
 from revolution_env.workers import (
     Terminated,
     ignore_stop_signals,
@@ -59,6 +59,7 @@ from revolution_env.workers import (
 )
 
 from .checkpoint import (
+    action_mode,
     atomic_write,
     atomic_write_json,
     check_compatible,
@@ -160,7 +161,10 @@ def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
             config.opponent_sampling,
             config.pfsp_weighting,
         )
-        return VecMonitor(SB3VecEnv(vector_env(config.n_envs, opponents=league, **config.env_options())))
+        options = config.env_options()
+        return VecMonitor(
+            SB3VecEnv(vector_env(config.n_envs, opponents=league, action_mode=config.action_mode, **options))
+        )
     if config.first_edition and config.env_backend == "auto":
         print("env_backend: the first edition runs on the scalar engine, one subprocess per game (slower)")
     if config.n_envs == 1:
@@ -194,7 +198,9 @@ def close_vec_env(venv: VecEnv) -> None:
 def new_model(config: TrainConfig, venv: VecEnv) -> MaskablePPO:
     activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[config.activation]
     return MaskablePPO(
-        MaskableMultiDiscretePolicy,  # "MlpPolicy" with a faster masked distribution (training/distributions.py)
+        # "MlpPolicy" with a faster masked distribution (training/distributions.py); the token mode's Discrete
+        # action is one categorical, MlpPolicy's own
+        "MlpPolicy" if config.action_mode == "tokens" else MaskableMultiDiscretePolicy,
         venv,
         learning_rate=config.learning_rate,
         n_steps=config.n_steps,
@@ -274,6 +280,12 @@ def load_weights(model: MaskablePPO, path: Path, where: str, with_optimizer: boo
 
 def _check_source(checkpoint: dict[str, Any], config: TrainConfig, where: str) -> None:
     check_compatible(checkpoint, config.env_options(), f"init_from: {where}")
+    mode = action_mode(checkpoint)
+    if mode != config.action_mode:
+        raise ValueError(
+            f"init_from: {where}: a policy of the {mode!r} action mode; this config trains action_mode "
+            f"{config.action_mode!r}"
+        )
     policy = checkpoint["policy"]
     if list(policy["hidden"]) != list(config.net_arch) or policy["activation"] != config.activation:
         raise ValueError(
@@ -310,7 +322,7 @@ def imitate(model: MaskablePPO, config: TrainConfig) -> float:
 
 
 def evaluate(config: TrainConfig, checkpoint: dict[str, Any], step: int, scratch: Path) -> dict[str, float]:
-    """Win rate of the policy (greedy) against each baseline, over every seat order; seats beyond the learner and
+    """Win rate of the policy (greedy, or sampling with ``eval_sample``) against each baseline, over every seat order; seats beyond the learner and
     the baseline go to ``eval_fill``. Every evaluation plays the same seeds, so that they compare like with like."""
     options = {k: v for k, v in config.env_options().items() if k != "reward"}
     # a new file name each time: the harness caches agents by spec within a process
@@ -327,10 +339,11 @@ def _win_rates(config: TrainConfig, path: Path, step: int, options: dict[str, An
     from revolution_env.evaluation import evaluate_lineup
 
     rates = {}
+    spec = str(path) + (SAMPLING if config.eval_sample else "")
     for baseline in config.baselines():
-        lineup = [str(path), baseline] + [config.eval_fill or baseline] * (config.players - 2)
+        lineup = [spec, baseline] + [config.eval_fill or baseline] * (config.players - 2)
         ev = evaluate_lineup(lineup, config.eval_games, config.seed, options, config.eval_workers, progress=False)
-        learner = next(name for name, spec in ev.specs.items() if spec == str(path))
+        learner = next(name for name, s in ev.specs.items() if s == spec)
         rates[baseline] = ev.stats[learner].win_rate
     return rates
 

@@ -10,7 +10,8 @@ it, and loading one runs no code), with this metadata beside the weights:
 | `env`            | the environment id it was trained on (`"revolution_v2"`; see ``VERSION_CHANGES``)          |
 | `env_options`    | the rule options (normalised, defaults filled in) and the reward the policy was trained with |
 | `layout_hash`    | sha256 of the observation layout's feature table and the action ``nvec``                  |
-| `policy`         | `hidden` sizes, `activation`, `obs_size`, `nvec`, and the actor's `state_dict`            |
+| `policy`         | `hidden` sizes, `activation`, `obs_size`, `nvec`, and the actor's `state_dict`; `action_mode`  |
+|                  | `"tokens"` for a policy trained in the token mode (absent: the bid mode)                  |
 | `config`         | the training config                                                                       |
 | `step`           | learner steps trained                                                                     |
 | `wall_time`      | seconds of training behind it; `saved_at`: when it was written (UTC, ISO 8601)            |
@@ -20,7 +21,9 @@ it, and loading one runs no code), with this metadata beside the weights:
 The policy is the actor of an MLP policy: hidden layers with ``tanh`` (or ``relu``), then one logit per value of
 every action dimension (``sum(nvec)`` logits). Its input is the observation vector divided by the layout's
 ``scale``. Acting masks the logits with the action mask, then takes each dimension's most likely legal value
-(``deterministic=True``, the default) or samples one. The forward pass runs in numpy. torch is needed only to read
+(``deterministic=True``, the default) or samples one. A token-mode policy (``nvec = [n]``, the token mode's
+``Discrete(n)``; its observation ends with the bid under construction) plays a bid token by token, one forward
+pass per token, and hands it over as the bid mode's action: it plays in any game, as every agent does. The forward pass runs in numpy. torch is needed only to read
 the file (``pip install -e '.[torch]'``); writing checkpoints belongs to the training package.
 """
 
@@ -37,10 +40,11 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.game import Rules
+from ..engine.game import Decision, Rules
 from ..env.core import ENV_NAME, ENV_OPTIONS, EnvConfig
 from ..env.observation import ObservationLayout
 from ..env.spaces import equal_width_runs
+from ..env.tokens import ACTION_MODES, TokenCodec
 from .base import Agent
 
 FORMAT = "revolution-policy"
@@ -66,18 +70,23 @@ def rule_options(env_options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def layout_hash(env_options: Mapping[str, Any]) -> str:
-    """sha256 of the observation layout's feature table (name, start, shape, scale) and the action ``nvec``."""
+    """sha256 of the observation layout's feature table (name, start, shape, scale) and the action ``nvec`` (with
+    ``action_mode="tokens"`` among the options: the token mode's layout and ``n``)."""
     from ..env import observation_layout
 
     layout: ObservationLayout = observation_layout(**{k: v for k, v in env_options.items() if k != "render_mode"})
-    table = {
+    table: dict[str, Any] = {
         "features": [[f.name, f.start, list(f.shape), float(f.scale)] for f in layout.features.values()],
         "nvec": [int(n) for n in layout.codec.nvec],
     }
+    if env_options.get("action_mode", "bid") == "tokens":  # (bid-mode hashes stay what they were)
+        table["tokens"] = TokenCodec(layout.codec).n
     return hashlib.sha256(json.dumps(table, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def env_metadata(env_options: Mapping[str, Any]) -> dict[str, Any]:
+    """The checkpoint keys that say which environment a policy belongs to (``action_mode`` only counts for the
+    layout hash: the policy entry says its mode)."""
     reward = env_options.get("reward", "win_loss")
     return {
         "env": ENV_NAME,
@@ -161,11 +170,21 @@ def check_compatible(checkpoint: Mapping[str, Any], env_options: Mapping[str, An
     ]
     if diffs:
         raise ValueError(f"{path}: trained for another environment ({'; '.join(diffs)})")
-    if checkpoint["layout_hash"] != layout_hash(env_options):
+    ours_hash = layout_hash({**env_options, "action_mode": action_mode(checkpoint)})
+    if checkpoint["layout_hash"] != ours_hash:
         raise ValueError(
             f"{path}: layout_hash differs: the observation layout or the action space changed since it was trained "
-            f"(checkpoint {checkpoint['layout_hash'][:12]}, environment {layout_hash(env_options)[:12]})"
+            f"(checkpoint {checkpoint['layout_hash'][:12]}, environment {ours_hash[:12]})"
         )
+
+
+def action_mode(checkpoint: Mapping[str, Any]) -> str:
+    """The action mode a policy was trained in: ``"tokens"`` or ``"bid"``."""
+    policy = checkpoint.get("policy")
+    mode = policy.get("action_mode", "bid") if isinstance(policy, Mapping) else "bid"
+    if mode not in ACTION_MODES:
+        raise ValueError(f"the policy's action_mode is {mode!r}, expected one of {', '.join(ACTION_MODES)}")
+    return mode
 
 
 # --- playing -----------------------------------------------------------------------------------------------------
@@ -230,31 +249,83 @@ class MaskedChooser:
 
 
 class PolicyAgent(Agent):
-    """A trained policy playing by its mask: deterministic (argmax) or sampling (seeded by ``reset``)."""
+    """A trained policy playing by its mask: deterministic (argmax) or sampling (seeded by ``reset``). It reads
+    and answers in the bid mode whatever mode it was trained in (a token-mode policy builds its bid token by
+    token inside ``act``)."""
 
     name = "policy"
 
     def __init__(self, policy: Mapping[str, Any], deterministic: bool = True, **env_options: Any) -> None:
-        super().__init__(**{k: v for k, v in env_options.items() if k != "reward"})
+        options = {k: v for k, v in env_options.items() if k not in ("reward", "action_mode")}
+        super().__init__(**options)
         self.net = PolicyNet(policy)
-        if self.net.obs_size != self.layout.size or list(self.net.nvec) != list(self.codec.nvec):
+        self.tokens = TokenCodec(self.codec) if action_mode({"policy": policy}) == "tokens" else None
+        layout = ObservationLayout(self.codec, building=True) if self.tokens else self.layout
+        nvec = [self.tokens.n] if self.tokens else list(self.codec.nvec)
+        if self.net.obs_size != layout.size or list(self.net.nvec) != nvec:
+            mode = "tokens" if self.tokens else "bid"
             raise ValueError(
-                f"the policy reads {self.net.obs_size} features and writes nvec of length {len(self.net.nvec)}; "
-                f"this environment has {self.layout.size} and {len(self.codec.nvec)}"
+                f"the policy reads {self.net.obs_size} features and writes nvec {_short(self.net.nvec)}; this "
+                f"environment has {layout.size} and {_short(nvec)} (action_mode {mode!r})"
             )
-        self.scale = self.layout.scale
+        self.scale = layout.scale
         self.deterministic = deterministic
         self.chooser = MaskedChooser(self.net.nvec)
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
+        if self.tokens:
+            decision = np.array([int(info["decision"])])
+            return self.act_batch(observation["observation"][None], observation["action_mask"][None], decision)[0]
         logits = self.net.logits(observation["observation"] / self.scale)
         return self.chooser.choose(logits, observation["action_mask"], None if self.deterministic else self.rng)
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray, decisions: np.ndarray) -> np.ndarray:
         """Actions (n, D) for a batch of observations (n, size) and flat masks: one forward pass (the vector env
-        calls this once per step for all the games this policy plays in)."""
+        calls this once per step for all the games this policy plays in); a token-mode policy makes one pass per
+        token of the longest bid."""
+        if self.tokens:
+            return self._act_tokens(np.asarray(observations, dtype=np.float32), np.asarray(masks), decisions)
         logits = self.net.logits(np.asarray(observations, dtype=np.float32) / self.scale)
         return self.chooser.choose_batch(logits, masks, None if self.deterministic else self.rng)
+
+    def _act_tokens(self, obs: np.ndarray, masks: np.ndarray, decisions: np.ndarray) -> np.ndarray:
+        """A token-mode policy's bid-mode actions: every other decision in one pass on the choice's values; each
+        bid built token by token (``TokenCodec.bid_masks``), the bid so far in the policy's observation."""
+        codec, tokens = self.codec, self.tokens
+        rng = None if self.deterministic else self.rng
+        n, base = obs.shape
+        x = np.zeros((n, base + codec.T * 3), dtype=np.float32)
+        x[:, :base] = obs
+        out = np.zeros((n, len(codec.nvec)), dtype=np.int64)
+        bid = np.asarray(decisions) == int(Decision.BID)
+        other = np.flatnonzero(~bid)
+        if len(other):
+            m = np.zeros((len(other), tokens.n), dtype=bool)
+            m[:, : codec.C] = masks[other, : codec.C] != 0
+            out[other, 0] = self.chooser.choose_batch(self.net.logits(x[other] / self.scale), m, rng)[:, 0]
+        rows = np.flatnonzero(bid)
+        at = self.layout.features["tokens"].start  # the observer's own tokens come first
+        held = np.rint(obs[rows, at : at + 3]).astype(np.int64)
+        building = np.zeros((len(rows), codec.T, 3), dtype=np.int64)
+        last = np.full(len(rows), -1, dtype=np.int64)
+        active = np.flatnonzero(held.any(1))
+        while len(active):
+            g = rows[active]
+            x[g, base:] = building[active].reshape(len(active), -1)
+            m = tokens.bid_masks(held[active] - building[active].sum(1), last[active])
+            a = self.chooser.choose_batch(self.net.logits(x[g] / self.scale), m, rng)[:, 0]
+            t, c = np.divmod(a, codec.T)
+            building[active, c, t] += 1
+            last[active] = a
+            active = active[(building[active].sum(1) != held[active]).any(1)]
+        for j, i in enumerate(rows.tolist()):
+            out[i] = codec.action_from_bid(building[j])
+        return out
+
+
+def _short(nvec: Any) -> str:
+    nvec = [int(v) for v in nvec]
+    return str(nvec) if len(nvec) <= 3 else f"of length {len(nvec)}"
 
 
 def load_policy_agent(path: str, deterministic: bool = True, **env_options: Any) -> PolicyAgent:

@@ -364,6 +364,14 @@ class RevolutionVectorEnv(VectorEnv):
         mode ``(num_envs, n)``."""
         return self._masks
 
+    def bid_mode_view(self) -> tuple[np.ndarray, np.ndarray]:
+        """What an agent written for the bid mode reads in the learner's seat of every game: observations (without
+        the bid under construction, in the token mode) and the bid mode's flat masks (``Core.bid_mode_view``'s
+        batch form; the teacher of behaviour cloning reads them)."""
+        everyone = np.arange(self.num_envs)
+        obs = self.view.observe(self.game, everyone, self.seat, self._kinds)
+        return obs, self.view.masks(self.game, everyone, self.seat, self._kinds)
+
     def pop_finished(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """The games finished since the last call, as ``(scenario, final_state)`` pairs: the scenario (SCENARIOS.md,
         with ``seed`` and, with two players, ``priority`` in every round) replays to the final state. Games ended
