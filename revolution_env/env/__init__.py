@@ -35,7 +35,8 @@ in canonical order, non-decreasing in `(type, target)`, so that every bid has ex
 complete when every token held is placed (a player holding none sends 0 once). Other decisions take the choice
 of dimension 0 below. The mask is exact. The observation gains `bid_building` (the observer's own bid so far; no
 one else sees it), after every other feature. In the Parallel API a player whose bid is complete waits (decision
-`NONE`, the no-op 0) until every bid is complete. `revolution_env/env/tokens.py` has the details.
+`NONE`, the no-op 0) until every bid is complete. `revolution_env/env/tokens.py` has the details. `gym_env` and
+`vector_env` take it too (the learner's bid token by token; the opponents bid whole bids).
 
 ## Decisions
 An agent is asked one decision at a time; `infos[agent]["decision"]` is a `revolution_env.Decision` (an `IntEnum`:
