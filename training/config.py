@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from revolution_env.env.tokens import ACTION_MODES
+
 REWARDS = ("win_loss", "margin")
 ACTIVATIONS = ("tanh", "relu")
 
@@ -303,7 +305,7 @@ CHECKS = {
     "max_rounds": _positive_int,
     "board": _board,
     "reward": _one_of(*REWARDS),
-    "action_mode": _one_of("bid", "tokens"),
+    "action_mode": _one_of(*ACTION_MODES),
     "total_steps": _positive_int,
     "n_envs": _positive_int,
     "env_backend": _one_of("auto", "vector", "subprocess"),

@@ -112,7 +112,7 @@ def _collect_batched(config: TrainConfig, teacher: Any, shares: list[int], seed:
     while min(h - s for h, s in zip(held, shares)) < 0:
         masks = env.action_masks()
         if env.tokens:
-            actions = _teacher_tokens(env, teacher, queued)
+            actions = _teacher_tokens(env, teacher, queued, info["decision"])
         else:
             actions = act_batch(teacher, obs, masks, info["decision"])
         scaled = obs / scale
@@ -140,15 +140,13 @@ def _collect_batched(config: TrainConfig, teacher: Any, shares: list[int], seed:
     )
 
 
-def _teacher_tokens(env: Any, teacher: Any, queued: list[list[int]]) -> np.ndarray:
+def _teacher_tokens(env: Any, teacher: Any, queued: list[list[int]], decisions: np.ndarray) -> np.ndarray:
     """The token mode's next action of every game: the next token of the teacher's bid (the teacher decides, in
     the bid mode, for the games that start a decision), or its choice."""
-    start = np.array([not q for q in queued])
-    if start.any():
-        games = np.flatnonzero(start)
-        obs, masks = env.bid_mode_view()
-        kinds = env._kinds[games]
-        decided = act_batch(teacher, obs[games], masks[games], kinds)
+    games = np.flatnonzero([not q for q in queued])
+    if len(games):
+        kinds = decisions[games]
+        decided = act_batch(teacher, *env.bid_mode_view(games), kinds)
         for i, action, kind in zip(games.tolist(), decided, kinds.tolist()):
             if kind == Decision.BID:
                 counts = env.codec.bid_counts(action, env.game.tokens[i, env.seat[i]])
@@ -207,10 +205,9 @@ def held_out(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _batch(demos: Demonstrations, idx: np.ndarray, device: Any) -> tuple[torch.Tensor, ...]:
-    actions = demos.actions[idx]
     return (
         torch.as_tensor(demos.obs[idx], device=device),
-        torch.as_tensor(actions.reshape(-1) if actions.ndim == 1 else actions, device=device),
+        torch.as_tensor(demos.actions[idx], device=device),  # (N,) in the token mode: SB3's Discrete form
         torch.as_tensor(demos.masks[idx], device=device),
         torch.as_tensor(demos.returns[idx], device=device),
     )

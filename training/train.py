@@ -322,8 +322,8 @@ def imitate(model: MaskablePPO, config: TrainConfig) -> float:
 
 
 def evaluate(config: TrainConfig, checkpoint: dict[str, Any], step: int, scratch: Path) -> dict[str, float]:
-    """Win rate of the policy (greedy, or sampling with ``eval_sample``) against each baseline, over every seat order; seats beyond the learner and
-    the baseline go to ``eval_fill``. Every evaluation plays the same seeds, so that they compare like with like."""
+    """Win rate of the policy (greedy, or sampling with ``eval_sample``) against each baseline, over every seat
+    order; seats beyond the learner and the baseline go to ``eval_fill``. Every evaluation plays the same seeds, so that they compare like with like."""
     options = {k: v for k, v in config.env_options().items() if k != "reward"}
     # a new file name each time: the harness caches agents by spec within a process
     path = scratch / f"learner_{step:012d}.pt"

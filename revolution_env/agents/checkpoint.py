@@ -23,8 +23,8 @@ every action dimension (``sum(nvec)`` logits). Its input is the observation vect
 ``scale``. Acting masks the logits with the action mask, then takes each dimension's most likely legal value
 (``deterministic=True``, the default) or samples one. A token-mode policy (``nvec = [n]``, the token mode's
 ``Discrete(n)``; its observation ends with the bid under construction) plays a bid token by token, one forward
-pass per token, and hands it over as the bid mode's action: it plays in any game, as every agent does. The forward pass runs in numpy. torch is needed only to read
-the file (``pip install -e '.[torch]'``); writing checkpoints belongs to the training package.
+pass per token, and hands it over as the bid mode's action: it plays in any game, as every agent does. The
+forward pass runs in numpy. torch is needed only to read the file (``pip install -e '.[torch]'``); writing checkpoints belongs to the training package.
 """
 
 from __future__ import annotations

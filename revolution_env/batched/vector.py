@@ -364,13 +364,13 @@ class RevolutionVectorEnv(VectorEnv):
         mode ``(num_envs, n)``."""
         return self._masks
 
-    def bid_mode_view(self) -> tuple[np.ndarray, np.ndarray]:
-        """What an agent written for the bid mode reads in the learner's seat of every game: observations (without
-        the bid under construction, in the token mode) and the bid mode's flat masks (``Core.bid_mode_view``'s
-        batch form; the teacher of behaviour cloning reads them)."""
-        everyone = np.arange(self.num_envs)
-        obs = self.view.observe(self.game, everyone, self.seat, self._kinds)
-        return obs, self.view.masks(self.game, everyone, self.seat, self._kinds)
+    def bid_mode_view(self, games: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """What an agent written for the bid mode reads in the learner's seat of ``games`` (default: every game):
+        observations (without the bid under construction, in the token mode) and the bid mode's flat masks
+        (``Core.bid_mode_view``'s batch form; the teacher of behaviour cloning reads them)."""
+        g = np.arange(self.num_envs) if games is None else np.asarray(games, dtype=np.int64)
+        seats, kinds = self.seat[g], self._kinds[g]
+        return self.view.observe(self.game, g, seats, kinds), self.view.masks(self.game, g, seats, kinds)
 
     def pop_finished(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """The games finished since the last call, as ``(scenario, final_state)`` pairs: the scenario (SCENARIOS.md,
