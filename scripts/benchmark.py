@@ -3,12 +3,14 @@
     python scripts/benchmark.py                 # 3 players through the AEC API, ~10 s per measurement
     python scripts/benchmark.py --seconds 3 --players 2 3 4 --engine
     python scripts/benchmark.py --seconds 5 --vector 1 64 1024 4096   # also the single-agent and vector envs
+    python scripts/benchmark.py --seconds 5 --vector 1024 --tokens       # ... and the vector env's token mode
 
 ``--vector N ...`` adds, for the first of ``--players``, the scalar single-agent env (the learner plays one seat,
 ``random`` opponents the others; one decision of the learner is one step) and ``revolution_env.vector_env`` at each
 batch size N (the same, N games at once; the learner's actions are drawn from the masks in batch, as a policy's
 forward pass would give them): learner steps/s and games/s, the ratio to the scalar single-agent env, and the
-memory of the largest batch in flight (tracemalloc: the arrays of N games after some steps).
+memory of the largest batch in flight (tracemalloc: the arrays of N games after some steps). ``--tokens`` adds the
+vector env's token mode at the largest N (a learner step is one token of a bid, or one other decision).
 
 Every measurement plays whole games with uniformly random legal moves (sampled from the action mask) for a
 fixed time on one core and reports decisions per second (one agent decision = one AEC step; in goofspiel one
@@ -135,13 +137,29 @@ def batched_sampler(env, seed: int = 0):
     return act
 
 
-def vector_random_play(players: int, num_envs: int, seconds: float, opponents: str = "random") -> dict[str, float]:
-    """``vector_env`` with random opponents; learner actions drawn from the masks in batch."""
+def token_sampler(env, seed: int = 0):
+    """A uniform legal token (or choice) for every game at once: the token mode's Discrete action, from the masks."""
+    rng = np.random.default_rng(seed)
+
+    def act() -> np.ndarray:
+        masks = env.action_masks()
+        return (rng.random(masks.shape) + masks).argmax(1)
+
+    return act
+
+
+def vector_random_play(
+    players: int, num_envs: int, seconds: float, opponents: str = "random", action_mode: str = "bid"
+) -> dict[str, float]:
+    """``vector_env`` with random opponents; learner actions drawn from the masks in batch (in the token mode, one
+    token a step: a learner step is a token)."""
     import revolution_env
 
-    env = revolution_env.vector_env(num_envs, players=players, opponents=opponents, keep_finished=0)
+    env = revolution_env.vector_env(
+        num_envs, players=players, opponents=opponents, keep_finished=0, action_mode=action_mode
+    )
     env.reset(seed=0)
-    act = batched_sampler(env)
+    act = token_sampler(env) if action_mode == "tokens" else batched_sampler(env)
     for _ in range(3):  # warm-up (numba's compiled loops load from its cache)
         env.step(act())
     steps = games = 0
@@ -231,6 +249,11 @@ def main() -> None:
         help="also the single-agent env and vector_env at these batch sizes",
     )
     parser.add_argument(
+        "--tokens",
+        action="store_true",
+        help="with --vector, also vector_env in the token mode (action_mode='tokens') at the largest batch size",
+    )
+    parser.add_argument(
         "--train",
         type=int,
         metavar="STEPS",
@@ -260,6 +283,9 @@ def main() -> None:
         vector[f"single-agent env, {p}p, {o}"] = measure(single_agent_random_play(p, o), args.seconds)
         for n in args.vector:
             vector[f"vector_env N={n}, {p}p, {o}"] = vector_random_play(p, n, args.seconds, o)
+        if args.tokens:
+            n = max(args.vector)
+            vector[f"vector_env N={n}, {p}p, {o}, tokens"] = vector_random_play(p, n, args.seconds, o, "tokens")
         results.update(vector)
     results["connect_four_v3 AEC"] = measure(aec_random_play(connect_four_v3.env), args.seconds)
     try:
@@ -268,23 +294,23 @@ def main() -> None:
         print("(open_spiel not installed: pip install -e .[bench] to compare with goofspiel)")
 
     print(f"random legal play, one core, {args.seconds:.0f} s each ({platform.processor() or platform.machine()})")
-    print(f"{'':34} {'decisions/s':>12} {'games/s':>9}  {'vs connect_four':>15} {'vs goofspiel':>12}")
+    print(f"{'':40} {'decisions/s':>12} {'games/s':>9}  {'vs connect_four':>15} {'vs goofspiel':>12}")
     c4 = results["connect_four_v3 AEC"]["decisions_per_s"]
     goof = results.get("open_spiel goofspiel", {}).get("decisions_per_s")
     for name, r in results.items():
         ratio_c4 = r["decisions_per_s"] / c4
         ratio_goof = f"{r['decisions_per_s'] / goof:12.2f}" if goof else f"{'-':>12}"
-        print(f"{name:34} {r['decisions_per_s']:12,.0f} {r['games_per_s']:9,.1f}  {ratio_c4:15.2f} {ratio_goof}")
+        print(f"{name:40} {r['decisions_per_s']:12,.0f} {r['games_per_s']:9,.1f}  {ratio_c4:15.2f} {ratio_goof}")
     if vector:
         names = list(vector)
         scalar = vector[names[0]]["decisions_per_s"]
         print(f"\nlearner steps (one learner decision each; opponents {args.opponents}), ratio to the {names[0]}:")
-        print(f"{'':34} {'steps/s':>12} {'games/s':>9}  {'vs single-agent':>15} {'vs goofspiel':>12}")
+        print(f"{'':40} {'steps/s':>12} {'games/s':>9}  {'vs single-agent':>15} {'vs goofspiel':>12}")
         for name in names:
             r = vector[name]
             ratio_goof = f"{r['decisions_per_s'] / goof:12.2f}" if goof else f"{'-':>12}"
             print(
-                f"{name:34} {r['decisions_per_s']:12,.0f} {r['games_per_s']:9,.1f}  "
+                f"{name:40} {r['decisions_per_s']:12,.0f} {r['games_per_s']:9,.1f}  "
                 f"{r['decisions_per_s'] / scalar:15.1f} {ratio_goof}"
             )
         largest = max(args.vector)

@@ -705,7 +705,8 @@ def test_demonstrations_of_several_games_at_once_are_reproducible_and_distinct(b
 
 def test_imitation_learns_a_teacher_it_can_represent(tmp_path):
     """A learner cloning a confident policy of its own shape (seeded otherwise) agrees with it far more afterwards,
-    on decisions it did not fit, and its value network moves towards the returns."""
+    on decisions it did not fit, and its value network moves towards the returns. It fits with the imitation's
+    own minibatch and learning rate (PPO's here would learn nothing), and leaves PPO's learning rate as it was."""
     from training.pretrain import clone, collect, held_out, score
 
     teacher = untrained_checkpoint(tmp_path, players=3)
@@ -713,12 +714,14 @@ def test_imitation_learns_a_teacher_it_can_represent(tmp_path):
     for key in ("layers.1.weight", "layers.1.bias"):
         sharp["policy"]["state_dict"][key] *= 30  # decisive logits: a teacher with clear preferences
     save_checkpoint(sharp, teacher)
-    config = imitation_config(str(teacher), pretrain_epochs=20, batch_size=64, learning_rate=3e-3, seed=5)
+    config = imitation_config(str(teacher), pretrain_epochs=20, pretrain_batch_size=64, pretrain_learning_rate=3e-3,
+                              batch_size=2048, learning_rate=1e-7, seed=5)  # fmt: skip
     demos = collect(config, steps=1000, seed=0)
     model, venv = fresh_model(config, tmp_path)
     try:
         before = score(model.policy, demos, held_out(len(demos), config.seed)[1])
         after = clone(model, demos, config)
+        assert [group["lr"] for group in model.policy.optimizer.param_groups] == [1e-7]
     finally:
         venv.close()
     # measured: dimensions with a choice agree 9% -> 50%, whole actions 5% -> 25%, nll 9.4 -> 5.8 (held out)

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -496,3 +497,16 @@ def test_maskable_ppo_learns_in_the_token_mode_on_the_sb3_adapter() -> None:
     obs = venv.reset()
     actions, _ = model.predict(obs, action_masks=get_action_masks(venv))
     assert venv.venv.action_masks()[np.arange(8), actions].all()
+
+
+def test_the_benchmark_plays_both_action_modes():
+    """scripts/benchmark.py's vector rows run, in the bid mode and with --tokens (a smoke test: no timing)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "benchmark.py"
+    spec = importlib.util.spec_from_file_location("benchmark", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for mode in ("bid", "tokens"):
+        figures = bench.vector_random_play(2, 16, 0.2, action_mode=mode)
+        assert figures["decisions_per_s"] > 0 and figures["games"] >= 0, mode

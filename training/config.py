@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
+from revolution_env.env.core import REWARDS
 from revolution_env.env.tokens import ACTION_MODES
 
-REWARDS = ("win_loss", "margin")
 ACTIVATIONS = ("tanh", "relu")
 
 
@@ -94,7 +94,11 @@ class TrainConfig:
     pretrain_steps: int = 50_000
     """Teacher decisions recorded for the imitation (whole games; from the learner's seat against ``heuristics``)."""
     pretrain_epochs: int = 10
-    """Passes over the recorded decisions (minibatches of ``batch_size``)."""
+    """Passes over the recorded decisions (minibatches of ``pretrain_batch_size``)."""
+    pretrain_batch_size: int | None = None
+    """Minibatch of the imitation (None: PPO's ``batch_size``)."""
+    pretrain_learning_rate: float | None = None
+    """Learning rate of the imitation (None: PPO's ``learning_rate``); PPO's is set back after it."""
     seed: int = 0
     """Seeds torch, numpy, every environment's games and seats, and the league's opponent sampling."""
     device: str = "cpu"
@@ -325,6 +329,8 @@ CHECKS = {
     "pretrain_teacher": lambda v: None if v is None else _spec(v),
     "pretrain_steps": _positive_int,
     "pretrain_epochs": _positive_int,
+    "pretrain_batch_size": lambda v: None if v is None else _positive_int(v),
+    "pretrain_learning_rate": lambda v: None if v is None else _positive_number(v),
     "seed": _non_negative_int,
     "device": _device,
     "torch_threads": lambda v: None if v is None else _positive_int(v),

@@ -216,23 +216,34 @@ def _batch(demos: Demonstrations, idx: np.ndarray, device: Any) -> tuple[torch.T
 def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, float]:
     """Fit ``model.policy`` (a MaskablePPO policy) to the demonstrations: the actor by the masked log-likelihood of
     the teacher's actions, the critic by squared error to the returns, ``pretrain_epochs`` passes of minibatches of
-    ``batch_size`` with the policy's own optimizer; a tenth is held out. Returns :func:`score` on the held-out
+    ``pretrain_batch_size`` (else ``batch_size``) with the policy's own optimizer at ``pretrain_learning_rate``
+    (else PPO's); a tenth is held out. Returns :func:`score` on the held-out
     tenth."""
     policy = model.policy
     rng = np.random.default_rng(config.seed)
     fit, held = held_out(len(demos), config.seed)
+    size = config.pretrain_batch_size or config.batch_size
+    groups = policy.optimizer.param_groups
+    before = [group["lr"] for group in groups]
+    if config.pretrain_learning_rate is not None:
+        for group in groups:
+            group["lr"] = config.pretrain_learning_rate
     policy.set_training_mode(True)
-    for _ in range(config.pretrain_epochs):
-        rng.shuffle(fit)
-        for start in range(0, len(fit), config.batch_size):
-            obs, actions, masks, returns = _batch(demos, fit[start : start + config.batch_size], policy.device)
-            values, log_prob, _ = policy.evaluate_actions(obs, actions, action_masks=masks)
-            loss = -log_prob.mean() + config.vf_coef * F.mse_loss(values.flatten(), returns)
-            policy.optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
-            policy.optimizer.step()
-    policy.set_training_mode(False)
+    try:
+        for _ in range(config.pretrain_epochs):
+            rng.shuffle(fit)
+            for start in range(0, len(fit), size):
+                obs, actions, masks, returns = _batch(demos, fit[start : start + size], policy.device)
+                values, log_prob, _ = policy.evaluate_actions(obs, actions, action_masks=masks)
+                loss = -log_prob.mean() + config.vf_coef * F.mse_loss(values.flatten(), returns)
+                policy.optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
+                policy.optimizer.step()
+    finally:
+        policy.set_training_mode(False)
+        for group, lr in zip(groups, before):
+            group["lr"] = lr
     return score(policy, demos, held)
 
 

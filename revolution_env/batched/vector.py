@@ -423,9 +423,8 @@ class RevolutionVectorEnv(VectorEnv):
     def _observe(self) -> Any:
         everyone = np.arange(self.num_envs)
         self._kinds = kinds = self.view.kinds(self.game, everyone, self.seat)
-        obs = self.view.observe(self.game, everyone, self.seat, kinds)
+        obs = self._learner_obs(self.view.observe(self.game, everyone, self.seat, kinds), self._building)
         if self.tokens:
-            obs = np.concatenate([obs, self._building.reshape(self.num_envs, -1).astype(np.float32)], axis=1)
             self._masks = self._token_masks(everyone, kinds)
         else:
             self._masks = self.view.masks(self.game, everyone, self.seat, kinds)
@@ -433,6 +432,13 @@ class RevolutionVectorEnv(VectorEnv):
         if self.mask_in_obs:
             return {"observation": obs, "action_mask": self._masks.view(np.int8)}
         return obs
+
+    def _learner_obs(self, obs: np.ndarray, building: np.ndarray) -> np.ndarray:
+        """The learner's observations from the bid mode's: in the token mode, with the bids under construction
+        ``building`` (one (T, 3) per row) after them."""
+        if not self.tokens:
+            return obs
+        return np.concatenate([obs, building.reshape(len(obs), -1).astype(np.float32)], axis=1)
 
     def _token_masks(self, games: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """The learner's token-mode masks (n, tokens.n): ``TokenCodec.mask`` for every game."""
@@ -485,9 +491,9 @@ class RevolutionVectorEnv(VectorEnv):
                     f"pop_finished(): more than {self.keep_finished} finished games kept; the oldest are dropped",
                 )
         kinds = np.zeros(len(ended), dtype=np.int64)
-        last = self.view.observe(game, ended, self.seat[ended], kinds)
-        if self.tokens:  # the bid under construction: none (the game is over, or ended by an illegal action)
-            last = np.concatenate([last, np.zeros((len(ended), self.codec.T * 3), dtype=np.float32)], axis=1)
+        # the bid under construction: none (the game is over, or ended by an illegal action)
+        none = np.zeros((len(ended), self.codec.T, 3), dtype=np.int64)
+        last = self._learner_obs(self.view.observe(game, ended, self.seat[ended], kinds), none)
         final_obs = np.full(n, None, dtype=object)
         for j, i in enumerate(ended.tolist()):
             if self.mask_in_obs:  # what nothing to decide allows: 0 in every dimension
