@@ -253,6 +253,7 @@ def test_the_same_seed_gives_the_same_evaluation_whatever_the_workers():
         (["checkpoints/three_players.pt", "value", "random"], {}),  # one forward pass for many games
         (["checkpoints/two_players.pt:sample", "value"], {"players": 2}),  # a sampling policy: its own stream
         (["bargain", "area", "random"], {"area_control_bonus": True}),
+        (["mix:checkpoints/two_players.pt@3,value", "mix:bargain,random"], {"players": 2}),  # a draw per decision
     ],
 )
 def test_the_batched_engine_plays_the_same_games_as_one_by_one(specs, options):
@@ -272,10 +273,13 @@ def test_the_batched_engine_plays_the_same_games_as_one_by_one(specs, options):
 
 
 def test_what_the_batched_engine_does_not_play_goes_one_by_one():
+    from revolution_env.agents.mixture import MixtureAgent
     from revolution_env.evaluation.batched import can_batch
 
     assert not can_batch([RandomAgent(players=3, first_edition=True)] * 3, {"players": 3, "first_edition": True})
     assert not can_batch([RandomAgent(players=3), Cheat(players=3)], {"players": 3})  # an agent of its own
+    mixed = MixtureAgent([RandomAgent(players=3), Cheat(players=3)], [1, 1], players=3)
+    assert not can_batch([RandomAgent(players=3), mixed], {"players": 3})  # ... in a mixture
     ev = evaluate_lineup(["random", "value"], games=4, seed=1, env_options={"first_edition": True}, workers=1,
                          progress=False)  # fmt: skip
     assert len(ev.results) == 4 and all(r.scenario["rules"]["first_edition"] for r in ev.results)

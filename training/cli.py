@@ -93,7 +93,8 @@ def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "agent",
         metavar="AGENT",
-        help="a checkpoint (.pt; PATH.pt:sample samples its policy) or a heuristic (value, ...)",
+        help="a checkpoint (.pt; PATH.pt:sample samples its policy), a heuristic (value, ...) or a mixture "
+        "(mix:SPEC@W,SPEC@W,...)",
     )
     p.add_argument("--players", type=int, help="players (a checkpoint's own by default; else 3)")
     p.add_argument("--steps", type=positive_int, default=200_000, help="learner steps of the best response")

@@ -50,6 +50,7 @@ from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
 from revolution_env.agents.loading import SAMPLING, checkpoint_path
+from revolution_env.agents.mixture import is_mixture
 from revolution_env.workers import (
     Terminated,
     ignore_stop_signals,
@@ -674,9 +675,12 @@ def train_best_response(
     existing run there is resumed), then measure it (``training.exploit`` documents the method and its limits).
     An interrupted run has saved: the same call continues it."""
     config = exploit_config(target, players, steps, seed, eval_games, **changes)
-    if out is None:  # runs/exploit/<stem>, and <stem>-sample for a sampling checkpoint (PATH:sample)
+    if out is None:  # runs/exploit/<stem>, <stem>-sample for a sampling checkpoint (PATH:sample), mix-... for a mixture
         path = checkpoint_path(target)
-        out = Path("runs/exploit") / (Path(path).stem + ("-sample" if path != target else ""))
+        stem = Path(path).stem + ("-sample" if path != target else "")
+        if is_mixture(target):
+            stem = "mix-" + re.sub(r"[^A-Za-z0-9_.@-]+", "_", target[len("mix:") :].replace(".pt", ""))
+        out = Path("runs/exploit") / stem
     folder = Path(out)
     result = train(config, out=folder, resume=read_state(folder) is not None, progress=progress)
     if result.interrupted:

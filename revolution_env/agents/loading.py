@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .base import Agent, RandomAgent
+from .mixture import PREFIX as MIXTURE
+from .mixture import is_mixture, load_mixture
 
 CHECKPOINT_SUFFIXES = (".zip", ".pt")
 SAMPLING = ":sample"  # after a checkpoint's path: the policy samples its actions instead of taking the argmax
@@ -41,6 +43,8 @@ def checkpoint_path(spec: str) -> str:
 
 
 def is_checkpoint(spec: str) -> bool:
+    if is_mixture(spec):
+        return False
     path = checkpoint_path(spec)
     return path.endswith(CHECKPOINT_SUFFIXES) or os.path.exists(path)
 
@@ -63,7 +67,7 @@ def load_agent(spec: str, **env_options: Any) -> Agent:
 
     ``"random"`` is :class:`RandomAgent`; a heuristic's name comes from
     ``revolution_env.agents.heuristics.HEURISTICS``; a ``.zip``/``.pt`` path or an existing file is a checkpoint
-    (playing its argmax; ``PATH:sample`` samples instead).
+    (playing its argmax; ``PATH:sample`` samples instead); ``mix:SPEC@W,SPEC@W`` is a :class:`.mixture.MixtureAgent`.
     An unknown spec raises ``ValueError`` listing the known names.
     """
     if not isinstance(spec, str) or not spec:
@@ -73,8 +77,10 @@ def load_agent(spec: str, **env_options: Any) -> Agent:
     heuristics = _heuristics()
     if spec in heuristics:
         return heuristics[spec](**env_options)
+    if is_mixture(spec):
+        return load_mixture(spec, load_agent, **env_options)
     if is_checkpoint(spec):
         return load_checkpoint_agent(spec, **env_options)
     raise ValueError(
-        f"unknown agent spec {spec!r} (known: {', '.join(known_specs())}, or a checkpoint file .zip/.pt, optionally with {SAMPLING})"
+        f"unknown agent spec {spec!r} (known: {', '.join(known_specs())}, a checkpoint file .zip/.pt, optionally with {SAMPLING}, or {MIXTURE}SPEC@W,SPEC@W,...)"
     )

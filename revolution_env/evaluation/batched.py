@@ -9,11 +9,12 @@ flip drawn from the game's own coin stream, as the scalar engine draws it. ``tes
 both paths game by game, scenarios included.
 
 What is batched: the engine's steps, the observations and masks of all waiting seats, and a deterministic
-checkpoint policy's forward pass (one per step for every game it plays in). Random agents and the heuristic bots
-decide seat by seat (each with its own random stream; the bots are compiled, :mod:`revolution_env.agents.compiled`).
+checkpoint policy's forward pass (one per step for every game it plays in). Random agents, the heuristic bots and
+mixtures of these agents (``mix:``) decide seat by seat (each with its own random stream; the bots are compiled,
+:mod:`revolution_env.agents.compiled`).
 
 The scalar path remains for what the batched engine does not play: the first edition, the token action mode, and
-agents other than ``random``, the heuristics and checkpoint policies (:func:`can_batch`).
+agents other than ``random``, the heuristics, checkpoint policies and their mixtures (:func:`can_batch`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 from ..agents.base import Agent, RandomAgent
 from ..agents.checkpoint import PolicyAgent
 from ..agents.heuristics import HeuristicBot
+from ..agents.mixture import MixtureAgent
 from ..agents.runner import GameResult, IllegalMoveError, agent_seed
 from ..batched import BatchedGame
 from ..batched import kernels as K
@@ -39,11 +41,18 @@ from ..env.observation import ObservationLayout
 BATCHABLE = (RandomAgent, HeuristicBot, PolicyAgent)
 
 
+def _batchable(agent: Agent) -> bool:
+    """One of the agents the batched path plays, or a mixture of them (played game by game through its fork)."""
+    if isinstance(agent, MixtureAgent):
+        return all(_batchable(a) for a in agent.agents)
+    return isinstance(agent, BATCHABLE)
+
+
 def can_batch(agents: Sequence[Agent], env_options: Mapping[str, Any]) -> bool:
     """Whether games of these agents in this variant can be played on the batched engine."""
     if env_options.get("first_edition") or env_options.get("action_mode", "bid") != "bid":
         return False
-    return all(isinstance(a, BATCHABLE) for a in agents)
+    return all(_batchable(a) for a in agents)
 
 
 def play_batched(

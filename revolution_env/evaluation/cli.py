@@ -11,7 +11,8 @@ from .runner import default_workers, evaluate_gauntlet, evaluate_lineup, evaluat
 
 DESCRIPTION = """Evaluate agents: a lineup (--agents, one spec per seat) or a round robin (--pool). Every lineup is
 rotated over all seat orders; the evaluation is reproducible from --seed whatever --workers is. Agent specs:
-random, a heuristic's name, or a checkpoint file (.zip/.pt; PATH:sample plays it sampling its policy)."""
+random, a heuristic's name, a checkpoint file (.zip/.pt; PATH:sample plays it sampling its policy), or a mixture
+mix:SPEC@W,SPEC@W,... (each decision by one of them, drawn with the weights)."""
 
 
 GAUNTLET_OPPONENTS = ("value", "bargain", "area")

@@ -13,6 +13,8 @@ import numpy as np
 
 from ..agents.base import Agent
 from ..agents.loading import CHECKPOINT_SUFFIXES, checkpoint_path, load_agent
+from ..agents.mixture import PREFIX as MIXTURE
+from ..agents.mixture import WEIGHT, is_mixture
 from ..agents.runner import GameResult, play_game
 from ..workers import worker_pool
 from .stats import AgentStats, aggregate, head_to_head, summary, wilson_interval
@@ -74,7 +76,14 @@ class Evaluation:
 
 def display_name(spec: str) -> str:
     """A checkpoint path is named by its folder and file stem (``checkpoints/three_players``, and
-    ``checkpoints/three_players:sample`` for a sampling one), other specs as they are written."""
+    ``checkpoints/three_players:sample`` for a sampling one), a mixture's components so (its weights as written),
+    other specs as they are written."""
+    if is_mixture(spec):
+        named = []
+        for part in spec[len(MIXTURE) :].split(","):
+            name, sep, weight = part.strip().rpartition(WEIGHT)  # ("", "", part) where it has no weight
+            named.append(display_name(name) + sep + weight if sep else display_name(weight))
+        return MIXTURE + ",".join(named)
     path = checkpoint_path(spec)
     if "/" not in path and os.sep not in path and not path.endswith(CHECKPOINT_SUFFIXES):
         return spec

@@ -1,0 +1,106 @@
+"""A mixed strategy over agents: each decision is made by one of them, drawn afresh with fixed weights.
+
+```
+revolution eval --players 2 --gauntlet "mix:checkpoints/two_players.pt@0.5,value@0.5" --opponents value bargain
+revolution exploit "mix:checkpoints/two_players.pt,value"
+```
+
+The spec is ``mix:`` and then agent specs (``random``, a heuristic, a checkpoint, ``PATH:sample``) separated by
+commas, each with an optional weight after ``@`` (1 where none is given; the weights are normalised). A deterministic
+policy in a game of secret simultaneous bids can be read and outbid (``revolution exploit`` beats the shipped
+two-player bot in every game); drawing the agent of every decision anew gives a best response a distribution over
+whole bids to answer, not one bid it can predict. Every component sees every observation it decides on, and none
+keeps state between decisions, so switching agents within a game is exact.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from .base import Agent, act_batch
+
+PREFIX = "mix:"
+WEIGHT = "@"
+
+
+def is_mixture(spec: Any) -> bool:
+    return isinstance(spec, str) and spec.startswith(PREFIX)
+
+
+def parse_mixture(spec: str) -> list[tuple[str, float]]:
+    """The (component spec, weight) pairs of a ``mix:`` spec, the weights normalised; ``ValueError`` for a malformed
+    one (no components, a nested mixture, a weight that is not a positive number)."""
+    body = spec[len(PREFIX) :]
+    parts = [p.strip() for p in body.split(",")]
+    if not body.strip() or any(not p for p in parts):
+        raise ValueError(f"{spec!r}: expected mix:SPEC[@WEIGHT],SPEC[@WEIGHT],... (an empty component)")
+    pairs = []
+    for part in parts:
+        name, sep, weight = part.rpartition(WEIGHT) if WEIGHT in part else (part, "", "")
+        if is_mixture(name):
+            raise ValueError(f"{spec!r}: a mixture cannot hold a mixture ({name!r})")
+        try:
+            w = float(weight) if sep else 1.0
+        except ValueError:
+            raise ValueError(f"{spec!r}: the weight of {name!r} is not a number: {weight!r}") from None
+        if not np.isfinite(w) or w <= 0:
+            raise ValueError(f"{spec!r}: the weight of {name!r} must be a positive number, got {weight!r}")
+        pairs.append((name.strip(), w))
+    total = sum(w for _, w in pairs)
+    return [(name, w / total) for name, w in pairs]
+
+
+class MixtureAgent(Agent):
+    """Each decision by one of ``agents``, drawn with probabilities ``weights`` from this agent's generator. The
+    draws come first, then each component decides for its rows in one call (``act_batch``), so a batch of games
+    is played as the same games one by one would be only where the components' own draws do not depend on the
+    order of rows (a policy's argmax, the heuristics' compiled code per row); the evaluation plays a forked
+    mixture per game."""
+
+    def __init__(self, agents: list[Agent], weights: list[float], name: str = "mixture", **env_options: Any) -> None:
+        super().__init__(**env_options)
+        if not agents or len(agents) != len(weights):
+            raise ValueError("MixtureAgent: expected as many weights as agents, and at least one agent")
+        p = np.asarray(weights, dtype=np.float64)
+        if not np.all(np.isfinite(p)) or np.any(p <= 0):
+            raise ValueError(f"MixtureAgent: the weights must be positive numbers, got {weights!r}")
+        self.agents = list(agents)
+        self.weights = p / p.sum()
+        self.name = name
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        seeds = np.random.SeedSequence(seed).spawn(len(self.agents)) if seed is not None else [None] * len(self.agents)
+        for agent, s in zip(self.agents, seeds):
+            agent.reset(None if s is None else int(s.generate_state(1)[0]))
+
+    def fork(self, seed: int | None) -> MixtureAgent:
+        twin = copy.copy(self)
+        twin.agents = [agent.fork(None) for agent in self.agents]
+        twin.reset(seed)
+        return twin
+
+    def _draw(self, n: int) -> np.ndarray:
+        return self.rng.choice(len(self.agents), size=n, p=self.weights)
+
+    def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
+        return self.agents[int(self._draw(1)[0])].act(observation, info)
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray, decisions: np.ndarray) -> np.ndarray:
+        picks = self._draw(len(observations))
+        out = np.zeros((len(observations), len(self.codec.nvec)), dtype=np.int64)
+        for j, agent in enumerate(self.agents):
+            rows = np.flatnonzero(picks == j)
+            if len(rows):
+                out[rows] = act_batch(agent, observations[rows], masks[rows], decisions[rows])
+        return out
+
+
+def load_mixture(spec: str, load: Any, **env_options: Any) -> MixtureAgent:
+    """The mixture a ``mix:`` spec names, its components built by ``load(spec, **env_options)``."""
+    pairs = parse_mixture(spec)
+    agents = [load(name, **env_options) for name, _ in pairs]
+    return MixtureAgent(agents, [w for _, w in pairs], name=spec, **env_options)
