@@ -261,6 +261,8 @@ def main() -> None:
         "report its learner steps/s beside the single-agent env's random play",
     )
     args = parser.parse_args()
+    if args.tokens and not args.vector:
+        parser.error("--tokens measures the vector env: give --vector N ... too")
     warnings.simplefilter("ignore")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 

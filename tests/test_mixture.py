@@ -38,6 +38,8 @@ def test_a_spec_names_its_components_and_their_weights():
         ("mix:value@nan", "must be a positive number"),
         ("mix:value@heavy", "is not a number"),
         ("mix:mix:value", "cannot hold a mixture"),
+        ("mix:@2", "empty component"),
+        ("mix:value,@1", "empty component"),
         ("mix:value,nosuch", "unknown agent spec 'nosuch'"),
     ],
 )
@@ -46,12 +48,45 @@ def test_a_bad_spec_is_a_clear_error(spec, message):
         load_agent(spec, players=3)
 
 
-def test_a_training_config_takes_mixtures_and_refuses_bad_ones():
+def test_weights_near_the_float_limit_are_normalised():
+    assert parse_mixture("mix:value@1e308,area@1e308") == [("value", 0.5), ("area", 0.5)]
+    with pytest.raises(ValueError, match="positive number, got '2e308'"):  # infinite
+        parse_mixture("mix:value@1,area@2e308")
+
+
+def test_a_training_config_and_the_web_front_end_take_mixtures_and_name_a_bad_component():
+    from revolution_env.frontends.web.cli import check_agents
+
     assert TrainConfig(players=3, heuristics=["mix:value,area@2"]).heuristics == ["mix:value,area@2"]
-    with pytest.raises(ValueError, match="heuristics.*nosuch"):
+    with pytest.raises(ValueError, match="heuristics: .*in 'mix:value,nosuch', 'nosuch' is neither a known agent"):
         TrainConfig(players=3, heuristics=["mix:value,nosuch"])
     with pytest.raises(ValueError, match="heuristics.*positive"):
         TrainConfig(players=3, heuristics=["mix:value@0"])
+    check_agents(["mix:value,random", BOT])
+    with pytest.raises(ValueError, match="--agents: in 'mix:value,nosuch', 'nosuch' is neither"):
+        check_agents(["mix:value,nosuch"])
+
+
+def test_reports_name_a_mixture_by_its_components():
+    from revolution_env.frontends.web.replays import short_name
+
+    assert short_name(f"mix:value,{BOT}:sample@2") == "mix:value,two_players:sample@2"
+    assert short_name(f"{BOT}:sample") == "two_players:sample" and short_name(BOT) == "two_players"
+
+
+def test_an_evaluation_reloads_a_mixture_whose_checkpoint_was_rewritten(tmp_path):
+    import os
+    import shutil
+
+    from revolution_env.evaluation.runner import _agent
+
+    path = tmp_path / "bot.pt"
+    shutil.copy(BOT, path)
+    spec = f"mix:value,{path}"
+    first = _agent("m", spec, {"players": 2})
+    assert _agent("m", spec, {"players": 2}) is first  # loaded once
+    os.utime(path, ns=(1, 1))  # the file rewritten: another version
+    assert _agent("m", spec, {"players": 2}) is not first
 
 
 class _Constant(Agent):
@@ -87,7 +122,8 @@ def test_each_decision_is_drawn_with_the_weights_and_made_by_its_component():
 
 
 def test_a_mixture_of_one_plays_as_its_component():
-    """A deterministic policy alone in a mixture plays the same games as the policy itself (same seeds)."""
+    """A deterministic policy alone in a mixture plays the same games as the policy itself (same seeds; a stochastic
+    agent alone in a mixture draws from a seed derived from the mixture's, so its games differ)."""
     alone = evaluate_lineup([BOT, "value"], 8, seed=4, env_options={"players": 2}, workers=1)
     mixed = evaluate_lineup([f"mix:{BOT}", "value"], 8, seed=4, env_options={"players": 2}, workers=1)
     assert [(r.support, r.winners) for r in alone.results] == [(r.support, r.winners) for r in mixed.results]

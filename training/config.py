@@ -255,20 +255,13 @@ def _string(v: Any) -> str | None:
 def _spec(v: Any) -> str | None:
     """An agent spec that ``load_agent`` will know: random, a heuristic's name, an existing checkpoint file, or a
     mixture of those (``mix:SPEC@W,...``)."""
-    from revolution_env.agents.loading import is_checkpoint_file, known_specs
-    from revolution_env.agents.mixture import is_mixture, parse_mixture
+    from revolution_env.agents.loading import known_specs, spec_problem
 
-    if not isinstance(v, str) or not v:
-        return "an agent spec"
-    if is_mixture(v):
-        try:
-            parts = parse_mixture(v)
-        except ValueError as exc:
-            return f"a mixture mix:SPEC@W,... ({exc})"
-        return next((expected for name, _ in parts if (expected := _spec(name))), None)
-    if v in known_specs() or is_checkpoint_file(v):
+    problem = spec_problem(v)
+    if problem is None:
         return None
-    return f"an agent spec ({', '.join(known_specs())}, a checkpoint file that exists, or mix:SPEC@W,...)"
+    known = f"an agent spec ({', '.join(known_specs())}, a checkpoint file that exists, or mix:SPEC@W,...)"
+    return f"{known}: {problem}" if isinstance(v, str) and v.startswith("mix:") else known
 
 
 def _specs(v: Any) -> str | None:

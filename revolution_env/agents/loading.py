@@ -1,9 +1,10 @@
-"""Build an agent from a spec string: ``random``, a heuristic's name, or a checkpoint file.
+"""Build an agent from a spec string: ``random``, a heuristic's name, a checkpoint file, or a mixture (``mix:``).
 
 Specs are what the command line and the evaluation reports call agents. A checkpoint (a ``.pt`` file, or any
 existing file) is loaded by :mod:`.checkpoint` (torch reads the file; no training library is needed). It plays its
 most likely legal action; with ``:sample`` after the path (``checkpoints/two_players.pt:sample``) it samples from
-its masked distribution instead (a mixed strategy, seeded by the agent's ``reset``).
+its masked distribution instead (a mixed strategy, seeded by the agent's ``reset``). ``mix:SPEC@W,SPEC@W`` draws
+the agent of each decision among several (:mod:`.mixture`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from .base import Agent, RandomAgent
 from .mixture import PREFIX as MIXTURE
-from .mixture import is_mixture, load_mixture
+from .mixture import is_mixture, load_mixture, parse_mixture
 
 CHECKPOINT_SUFFIXES = (".zip", ".pt")
 SAMPLING = ":sample"  # after a checkpoint's path: the policy samples its actions instead of taking the argmax
@@ -52,6 +53,22 @@ def is_checkpoint(spec: str) -> bool:
 def is_checkpoint_file(spec: str) -> bool:
     """Whether ``spec`` names a checkpoint whose file exists."""
     return is_checkpoint(spec) and os.path.isfile(checkpoint_path(spec))
+
+
+def spec_problem(spec: Any) -> str | None:
+    """Why :func:`load_agent` would refuse ``spec``, found without loading anything: None where it names ``random``,
+    a heuristic, a checkpoint file that exists, or a mixture of those."""
+    if is_mixture(spec):
+        try:
+            parts = parse_mixture(spec)
+        except ValueError as exc:
+            return str(exc)
+        return next((f"in {spec!r}, {problem}" for name, _ in parts if (problem := spec_problem(name))), None)
+    if not isinstance(spec, str) or not spec:
+        return f"expected a non-empty agent spec, got {spec!r}"
+    if spec in known_specs() or is_checkpoint_file(spec):
+        return None
+    return f"{spec!r} is neither a known agent ({', '.join(known_specs())}) nor a checkpoint file that exists"
 
 
 def load_checkpoint_agent(spec: str, **env_options: Any) -> Agent:

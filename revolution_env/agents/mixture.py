@@ -7,7 +7,8 @@ revolution exploit "mix:checkpoints/two_players.pt,value"
 
 The spec is ``mix:`` and then agent specs (``random``, a heuristic, a checkpoint, ``PATH:sample``) separated by
 commas, each with an optional weight after ``@`` (1 where none is given; the weights are normalised), so a
-component's own spec cannot hold a comma or an ``@`` (a path that does fails as a malformed weight). A deterministic
+component's own spec cannot hold a comma or an ``@`` (a path with one is split there, and fails as a spec that
+does not exist or a malformed weight). A deterministic
 policy in a game of secret simultaneous bids can be read and outbid (``revolution exploit`` beats the shipped
 two-player bot in every game); drawing the agent of every decision anew gives a best response a distribution over
 whole bids to answer, not one bid it can predict. The agents of this repository keep no state between decisions,
@@ -19,6 +20,7 @@ beat the mixture 98% (README, "Results").
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -43,6 +45,8 @@ def parse_mixture(spec: str) -> list[tuple[str, float]]:
     pairs = []
     for part in parts:
         name, sep, weight = part.rpartition(WEIGHT) if WEIGHT in part else (part, "", "")
+        if not name.strip():
+            raise ValueError(f"{spec!r}: expected mix:SPEC[@WEIGHT],SPEC[@WEIGHT],... (an empty component)")
         if is_mixture(name):
             raise ValueError(f"{spec!r}: a mixture cannot hold a mixture ({name!r})")
         try:
@@ -52,8 +56,19 @@ def parse_mixture(spec: str) -> list[tuple[str, float]]:
         if not np.isfinite(w) or w <= 0:
             raise ValueError(f"{spec!r}: the weight of {name!r} must be a positive number, got {weight!r}")
         pairs.append((name.strip(), w))
-    total = sum(w for _, w in pairs)
-    return [(name, w / total) for name, w in pairs]
+    top = max(w for _, w in pairs)  # first to at most 1: weights near the float limit add up to no infinity
+    total = sum(w / top for _, w in pairs)
+    return [(name, w / top / total) for name, w in pairs]
+
+
+def rename_components(spec: str, rename: Callable[[str], str]) -> str:
+    """A ``mix:`` spec with each component's spec passed through ``rename`` and the weights kept as written: how
+    reports name a mixture (a checkpoint by its short name)."""
+    named = []
+    for part in spec[len(PREFIX) :].split(","):
+        name, sep, weight = part.strip().rpartition(WEIGHT)  # ("", "", part) where it has no weight
+        named.append(rename(name) + sep + weight if sep else rename(weight))
+    return PREFIX + ",".join(named)
 
 
 class MixtureAgent(Agent):

@@ -214,7 +214,7 @@ class RevolutionVectorEnv(VectorEnv):
         self._fixed = [self._register(spec) for spec in specs]
 
     def _register(self, spec: Any) -> int:
-        """The table index of an opponent spec (a name, a checkpoint path, or an Agent)."""
+        """The table index of an opponent spec (a name, a checkpoint path, a mixture, or an Agent)."""
         from ..agents.base import Agent
         from ..agents.loading import is_checkpoint, load_agent
 
@@ -252,7 +252,9 @@ class RevolutionVectorEnv(VectorEnv):
                     )
                 self._index[key] = self._add(_Opponent(label, spec))
             return self._index[key]
-        raise ValueError(f"opponents: expected an agent spec (a name or a checkpoint path) or an Agent, got {spec!r}")
+        raise ValueError(
+            f"opponents: expected an agent spec (a name, a checkpoint path or mix:SPEC@W,...) or an Agent, got {spec!r}"
+        )
 
     def _add(self, opponent: _Opponent) -> int:
         """Put a new opponent in the table, its generator seeded from the env's: one that a league brings in after
@@ -621,8 +623,8 @@ def vector_env(
 ) -> RevolutionVectorEnv:
     """``num_envs`` single-agent games stepped in batch by the batched engine (ENVIRONMENT.md, "Vectorised").
 
-    ``opponents``: one agent spec (``"random"``, a heuristic's name, a checkpoint path) or ``Agent`` for every other
-    seat, a list of one per other seat, or a league object whose ``sample(rng, slot)`` picks the opponent of each
+    ``opponents``: one agent spec (``"random"``, a heuristic's name, a checkpoint path, a ``mix:`` mixture) or
+    ``Agent`` for every other seat, a list of one per other seat, or a league object whose ``sample(rng, slot)`` picks the opponent of each
     slot of every new game (default: ``"value"``, the strongest heuristic, in every other seat). ``seat``: the
     learner's seat, or None to draw it per game. Other options: ``mask_in_obs``, ``keep_finished`` (finished games
     kept for :meth:`~RevolutionVectorEnv.pop_finished`, 0 for none) and the rule and reward options of

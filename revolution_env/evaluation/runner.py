@@ -13,8 +13,7 @@ import numpy as np
 
 from ..agents.base import Agent
 from ..agents.loading import CHECKPOINT_SUFFIXES, checkpoint_path, load_agent
-from ..agents.mixture import PREFIX as MIXTURE
-from ..agents.mixture import WEIGHT, is_mixture
+from ..agents.mixture import is_mixture, parse_mixture, rename_components
 from ..agents.runner import GameResult, play_game
 from ..workers import worker_pool
 from .stats import AgentStats, aggregate, head_to_head, summary, wilson_interval
@@ -79,11 +78,7 @@ def display_name(spec: str) -> str:
     ``checkpoints/three_players:sample`` for a sampling one), a mixture's components so (its weights as written),
     other specs as they are written."""
     if is_mixture(spec):
-        named = []
-        for part in spec[len(MIXTURE) :].split(","):
-            name, sep, weight = part.strip().rpartition(WEIGHT)  # ("", "", part) where it has no weight
-            named.append(display_name(name) + sep + weight if sep else display_name(weight))
-        return MIXTURE + ",".join(named)
+        return rename_components(spec, display_name)
     path = checkpoint_path(spec)
     if "/" not in path and os.sep not in path and not path.endswith(CHECKPOINT_SUFFIXES):
         return spec
@@ -136,13 +131,23 @@ _AGENTS: dict[tuple, Agent] = {}  # per process: (name, spec, file version, opti
 _MAX_AGENTS = 32
 
 
-def _agent(name: str, spec: str, env_options: Mapping[str, Any]) -> Agent:
-    try:  # a checkpoint rewritten at the same path is a new agent
+def _version(spec: str) -> tuple:
+    """The file version of a checkpoint spec (and of every checkpoint in a mixture): one rewritten at the same path
+    is a new agent."""
+    if is_mixture(spec):
+        try:
+            return tuple(_version(name) for name, _ in parse_mixture(spec))
+        except ValueError:
+            return ()
+    try:
         st = os.stat(checkpoint_path(spec))
-        version: tuple = (st.st_mtime_ns, st.st_size)
     except OSError:
-        version = ()
-    key = (name, spec, version, tuple(sorted(env_options.items())))
+        return ()
+    return (st.st_mtime_ns, st.st_size)
+
+
+def _agent(name: str, spec: str, env_options: Mapping[str, Any]) -> Agent:
+    key = (name, spec, _version(spec), tuple(sorted(env_options.items())))
     if key not in _AGENTS:
         if len(_AGENTS) >= _MAX_AGENTS:
             _AGENTS.clear()

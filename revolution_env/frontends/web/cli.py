@@ -38,13 +38,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def check_agents(specs: list[str]) -> None:
-    from ...agents.loading import is_checkpoint_file, known_specs
+    from ...agents.loading import spec_problem
 
     for spec in specs:
-        if spec in known_specs():
-            continue
-        if not is_checkpoint_file(spec):
-            raise ValueError(f"--agents: {spec!r} is neither a known agent ({', '.join(known_specs())}) nor a file")
+        if problem := spec_problem(spec):
+            raise ValueError(f"--agents: {problem}")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

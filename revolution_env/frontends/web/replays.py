@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ...agents.loading import CHECKPOINT_SUFFIXES, checkpoint_path
+from ...agents.mixture import is_mixture, rename_components
 from ...engine.scenario import ScenarioError, export_game, state_dict
 from .trace import replay_scenario
 
@@ -74,8 +76,15 @@ def _is_eval_line(item: Any) -> bool:
 
 
 def short_name(spec: str) -> str:
-    """An agent as a column header: a checkpoint by its file's stem (``three_players``), others as written."""
-    return Path(spec).stem if ("/" in spec or os.sep in spec or spec.endswith((".pt", ".zip"))) else spec
+    """An agent as a column header: a checkpoint by its file's stem (``three_players``, ``three_players:sample``
+    for a sampling one), a mixture's components so
+    (``mix:two_players@0.8,value@0.2``), others as written."""
+    if is_mixture(spec):
+        return rename_components(spec, short_name)
+    path = checkpoint_path(spec)  # without its :sample
+    if "/" in path or os.sep in path or path.endswith(CHECKPOINT_SUFFIXES):
+        return Path(path).stem + spec[len(path) :]
+    return spec
 
 
 def _shown(file_id: str) -> str:
