@@ -37,6 +37,7 @@ def test_a_spec_names_its_components_and_their_weights():
         ("mix:value@-1", "must be a positive number"),
         ("mix:value@nan", "must be a positive number"),
         ("mix:value@heavy", "is not a number"),
+        ("mix:value@", "is not a number"),
         ("mix:mix:value", "cannot hold a mixture"),
         ("mix:@2", "empty component"),
         ("mix:value,@1", "empty component"),

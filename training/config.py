@@ -256,12 +256,13 @@ def _spec(v: Any) -> str | None:
     """An agent spec that ``load_agent`` will know: random, a heuristic's name, an existing checkpoint file, or a
     mixture of those (``mix:SPEC@W,...``)."""
     from revolution_env.agents.loading import known_specs, spec_problem
+    from revolution_env.agents.mixture import is_mixture
 
     problem = spec_problem(v)
     if problem is None:
         return None
     known = f"an agent spec ({', '.join(known_specs())}, a checkpoint file that exists, or mix:SPEC@W,...)"
-    return f"{known}: {problem}" if isinstance(v, str) and v.startswith("mix:") else known
+    return f"{known}: {problem}" if is_mixture(v) else known
 
 
 def _specs(v: Any) -> str | None:

@@ -50,6 +50,7 @@ from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
 from revolution_env.agents.loading import SAMPLING, checkpoint_path
+from revolution_env.agents.mixture import PREFIX as MIXTURE
 from revolution_env.agents.mixture import is_mixture
 from revolution_env.workers import (
     Terminated,
@@ -679,7 +680,7 @@ def train_best_response(
         path = checkpoint_path(target)
         stem = Path(path).stem + ("-sample" if path != target else "")
         if is_mixture(target):
-            stem = "mix-" + re.sub(r"[^A-Za-z0-9_.@-]+", "_", target[len("mix:") :].replace(".pt", ""))
+            stem = "mix-" + re.sub(r"[^A-Za-z0-9_.@-]+", "_", target[len(MIXTURE) :].replace(".pt", ""))
         out = Path("runs/exploit") / stem
     folder = Path(out)
     result = train(config, out=folder, resume=read_state(folder) is not None, progress=progress)

@@ -8,10 +8,9 @@ revolution exploit "mix:checkpoints/two_players.pt,value"
 The spec is ``mix:`` and then agent specs (``random``, a heuristic, a checkpoint, ``PATH:sample``) separated by
 commas, each with an optional weight after ``@`` (1 where none is given; the weights are normalised), so a
 component's own spec cannot hold a comma or an ``@`` (a path with one is split there, and fails as a spec that
-does not exist or a malformed weight). A deterministic
-policy in a game of secret simultaneous bids can be read and outbid (``revolution exploit`` beats the shipped
-two-player bot in every game); drawing the agent of every decision anew gives a best response a distribution over
-whole bids to answer, not one bid it can predict. The agents of this repository keep no state between decisions,
+does not exist or a malformed weight). A deterministic policy in a game of secret simultaneous bids can be read and
+outbid (``revolution exploit`` beats the shipped two-player bot in every game); drawing the agent of every decision
+anew gives a best response a distribution over whole bids to answer, not one bid it can predict. The agents of this repository keep no state between decisions,
 so any of them can take over at any decision. That does not make two strategies mix well: the two-player bot
 mixed with ``value`` (0.8, 0.2) won 46% against ``value`` where the bot alone wins 84%, and a best response still
 beat the mixture 98% (README, "Results").
@@ -35,27 +34,31 @@ def is_mixture(spec: Any) -> bool:
     return isinstance(spec, str) and spec.startswith(PREFIX)
 
 
+def _parts(spec: str) -> list[tuple[str, str | None]]:
+    """The components of a ``mix:`` spec as written: (spec, weight text, None where none is given)."""
+    parts: list[tuple[str, str | None]] = []
+    for part in spec[len(PREFIX) :].split(","):
+        name, sep, weight = part.strip().rpartition(WEIGHT)  # ("", "", part) where it has no weight
+        parts.append((name.strip(), weight.strip()) if sep else (weight, None))
+    return parts
+
+
 def parse_mixture(spec: str) -> list[tuple[str, float]]:
     """The (component spec, weight) pairs of a ``mix:`` spec, the weights normalised; ``ValueError`` for a malformed
-    one (no components, a nested mixture, a weight that is not a positive number)."""
-    body = spec[len(PREFIX) :]
-    parts = [p.strip() for p in body.split(",")]
-    if not body.strip() or any(not p for p in parts):
-        raise ValueError(f"{spec!r}: expected mix:SPEC[@WEIGHT],SPEC[@WEIGHT],... (an empty component)")
+    one (an empty component, a nested mixture, a weight that is not a positive number)."""
     pairs = []
-    for part in parts:
-        name, sep, weight = part.rpartition(WEIGHT) if WEIGHT in part else (part, "", "")
-        if not name.strip():
+    for name, weight in _parts(spec):
+        if not name:
             raise ValueError(f"{spec!r}: expected mix:SPEC[@WEIGHT],SPEC[@WEIGHT],... (an empty component)")
         if is_mixture(name):
             raise ValueError(f"{spec!r}: a mixture cannot hold a mixture ({name!r})")
         try:
-            w = float(weight) if sep else 1.0
+            w = 1.0 if weight is None else float(weight)
         except ValueError:
             raise ValueError(f"{spec!r}: the weight of {name!r} is not a number: {weight!r}") from None
         if not np.isfinite(w) or w <= 0:
             raise ValueError(f"{spec!r}: the weight of {name!r} must be a positive number, got {weight!r}")
-        pairs.append((name.strip(), w))
+        pairs.append((name, w))
     top = max(w for _, w in pairs)  # first to at most 1: weights near the float limit add up to no infinity
     total = sum(w / top for _, w in pairs)
     return [(name, w / top / total) for name, w in pairs]
@@ -64,11 +67,9 @@ def parse_mixture(spec: str) -> list[tuple[str, float]]:
 def rename_components(spec: str, rename: Callable[[str], str]) -> str:
     """A ``mix:`` spec with each component's spec passed through ``rename`` and the weights kept as written: how
     reports name a mixture (a checkpoint by its short name)."""
-    named = []
-    for part in spec[len(PREFIX) :].split(","):
-        name, sep, weight = part.strip().rpartition(WEIGHT)  # ("", "", part) where it has no weight
-        named.append(rename(name) + sep + weight if sep else rename(weight))
-    return PREFIX + ",".join(named)
+    return PREFIX + ",".join(
+        rename(name) + ("" if weight is None else WEIGHT + weight) for name, weight in _parts(spec)
+    )
 
 
 class MixtureAgent(Agent):

@@ -624,10 +624,10 @@ def vector_env(
     """``num_envs`` single-agent games stepped in batch by the batched engine (ENVIRONMENT.md, "Vectorised").
 
     ``opponents``: one agent spec (``"random"``, a heuristic's name, a checkpoint path, a ``mix:`` mixture) or
-    ``Agent`` for every other seat, a list of one per other seat, or a league object whose ``sample(rng, slot)`` picks the opponent of each
-    slot of every new game (default: ``"value"``, the strongest heuristic, in every other seat). ``seat``: the
-    learner's seat, or None to draw it per game. Other options: ``mask_in_obs``, ``keep_finished`` (finished games
-    kept for :meth:`~RevolutionVectorEnv.pop_finished`, 0 for none) and the rule and reward options of
-    :func:`revolution_env.env`. Bad input raises ``ValueError`` naming the option.
+    ``Agent`` for every other seat, a list of one per other seat, or a league object whose ``sample(rng, slot)``
+    picks the opponent of each slot of every new game (default: ``"value"``, the strongest heuristic, in every
+    other seat). ``seat``: the learner's seat, or None to draw it per game. Other options: ``mask_in_obs``,
+    ``keep_finished`` (finished games kept for :meth:`~RevolutionVectorEnv.pop_finished`, 0 for none) and the rule
+    and reward options of :func:`revolution_env.env`. Bad input raises ``ValueError`` naming the option.
     """
     return RevolutionVectorEnv(num_envs, players=players, opponents=opponents, seat=seat, **options)

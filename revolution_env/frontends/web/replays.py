@@ -77,8 +77,7 @@ def _is_eval_line(item: Any) -> bool:
 
 def short_name(spec: str) -> str:
     """An agent as a column header: a checkpoint by its file's stem (``three_players``, ``three_players:sample``
-    for a sampling one), a mixture's components so
-    (``mix:two_players@0.8,value@0.2``), others as written."""
+    for a sampling one), a mixture's components so (``mix:two_players@0.8,value@0.2``), others as written."""
     if is_mixture(spec):
         return rename_components(spec, short_name)
     path = checkpoint_path(spec)  # without its :sample
