@@ -8,10 +8,9 @@ import pytest
 
 from revolution_env import vector_env
 from revolution_env.agents.base import Agent
-from revolution_env.agents.loading import is_checkpoint, load_agent
+from revolution_env.agents.loading import display_name, is_checkpoint, load_agent
 from revolution_env.agents.mixture import MixtureAgent, parse_mixture
 from revolution_env.evaluation import evaluate_lineup
-from revolution_env.evaluation.runner import display_name
 from training.config import TrainConfig
 from training.exploit import exploit_config
 
@@ -69,10 +68,10 @@ def test_a_training_config_and_the_web_front_end_take_mixtures_and_name_a_bad_co
 
 
 def test_reports_name_a_mixture_by_its_components():
-    from revolution_env.frontends.web.replays import short_name
 
-    assert short_name(f"mix:value,{BOT}:sample@2") == "mix:value,two_players:sample@2"
-    assert short_name(f"{BOT}:sample") == "two_players:sample" and short_name(BOT) == "two_players"
+    assert display_name(f"mix:value,{BOT}:sample@2", folder=False) == "mix:value,two_players:sample@2"
+    assert display_name(f"{BOT}:sample", folder=False) == "two_players:sample"
+    assert display_name(BOT, folder=False) == "two_players"
 
 
 def test_an_evaluation_reloads_a_mixture_whose_checkpoint_was_rewritten(tmp_path):

@@ -16,7 +16,7 @@ from typing import Any
 
 from .base import Agent, RandomAgent
 from .mixture import PREFIX as MIXTURE
-from .mixture import is_mixture, load_mixture, parse_mixture
+from .mixture import is_mixture, load_mixture, parse_mixture, rename_components
 
 CHECKPOINT_SUFFIXES = (".zip", ".pt")
 SAMPLING = ":sample"  # after a checkpoint's path: the policy samples its actions instead of taking the argmax
@@ -53,6 +53,22 @@ def is_checkpoint(spec: str) -> bool:
 def is_checkpoint_file(spec: str) -> bool:
     """Whether ``spec`` names a checkpoint whose file exists."""
     return is_checkpoint(spec) and os.path.isfile(checkpoint_path(spec))
+
+
+def display_name(spec: str, folder: bool = True) -> str:
+    """An agent spec as reports name it: a checkpoint by its folder and file stem (``checkpoints/three_players``;
+    by the stem alone with ``folder=False``, as the web viewer's column headers have it), keeping a ``:sample``; a
+    mixture by its components so named (its weights as written); any other spec as written."""
+    if is_mixture(spec):
+        return rename_components(spec, lambda part: display_name(part, folder))
+    path = checkpoint_path(spec)
+    if "/" not in path and os.sep not in path and not path.endswith(CHECKPOINT_SUFFIXES):
+        return spec
+    sampling = spec[len(path) :]
+    path = os.path.normpath(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    parent = os.path.basename(os.path.dirname(path)) if folder else ""
+    return (f"{parent}/{stem}" if parent else stem) + sampling
 
 
 def spec_problem(spec: Any) -> str | None:

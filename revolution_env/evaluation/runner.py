@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..agents.base import Agent
-from ..agents.loading import CHECKPOINT_SUFFIXES, checkpoint_path, load_agent
-from ..agents.mixture import is_mixture, parse_mixture, rename_components
+from ..agents.loading import checkpoint_path, display_name, load_agent
+from ..agents.mixture import is_mixture, parse_mixture
 from ..agents.runner import GameResult, play_game
 from ..workers import worker_pool
 from .stats import AgentStats, aggregate, head_to_head, summary, wilson_interval
@@ -71,22 +71,6 @@ class Evaluation:
 
 
 # --- names and seeds ---------------------------------------------------------------------------------------
-
-
-def display_name(spec: str) -> str:
-    """A checkpoint path is named by its folder and file stem (``checkpoints/three_players``, and
-    ``checkpoints/three_players:sample`` for a sampling one), a mixture's components so (its weights as written),
-    other specs as they are written."""
-    if is_mixture(spec):
-        return rename_components(spec, display_name)
-    path = checkpoint_path(spec)
-    if "/" not in path and os.sep not in path and not path.endswith(CHECKPOINT_SUFFIXES):
-        return spec
-    sampling = spec[len(path) :]
-    path = os.path.normpath(path)
-    stem = os.path.splitext(os.path.basename(path))[0]
-    parent = os.path.basename(os.path.dirname(path))
-    return (f"{parent}/{stem}" if parent else stem) + sampling
 
 
 def name_agents(specs: Sequence[str]) -> dict[str, str]:

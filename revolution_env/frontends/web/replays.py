@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ...agents.loading import CHECKPOINT_SUFFIXES, checkpoint_path
-from ...agents.mixture import is_mixture, rename_components
+from ...agents.loading import display_name
 from ...engine.scenario import ScenarioError, export_game, state_dict
 from .trace import replay_scenario
 
@@ -73,17 +72,6 @@ def _looks_like_scenario(item: Any) -> bool:
 
 def _is_eval_line(item: Any) -> bool:
     return isinstance(item, dict) and "agents" in item and "seed" in item and "support" in item
-
-
-def short_name(spec: str) -> str:
-    """An agent as a column header: a checkpoint by its file's stem (``three_players``, ``three_players:sample``
-    for a sampling one), a mixture's components so (``mix:two_players@0.8,value@0.2``), others as written."""
-    if is_mixture(spec):
-        return rename_components(spec, short_name)
-    path = checkpoint_path(spec)  # without its :sample
-    if "/" in path or os.sep in path or path.endswith(CHECKPOINT_SUFFIXES):
-        return Path(path).stem + spec[len(path) :]
-    return spec
 
 
 def _shown(file_id: str) -> str:
@@ -326,7 +314,7 @@ class ReplayLibrary:
                 " other versions of the agents"
             )
         replay["title"] = f"{where}: " + " vs ".join(names)
-        replay["names"] = [f"P{s} {short_name(n)}" for s, n in enumerate(names)]
+        replay["names"] = [f"P{s} {display_name(n, folder=False)}" for s, n in enumerate(names)]
         replay["names"] += ["Guy"] if game.layout.puppet >= 0 else []
         replay["warnings"] = warnings
         replay["scenario"] = export_game(game)

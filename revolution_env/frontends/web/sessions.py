@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from ...agents.loading import display_name
 from ...engine.components import TOKEN_TYPES
 from ...engine.game import BID, GUY, Decision
 from ...engine.scenario import export_game
 from ...env import describe_action, raw_env
 from ...env.encoding import IllegalActionError
-from .replays import short_name
 from .trace import TracedGame, describe_layout, snapshot
 
 BUILT_IN = ("random", "value", "bargain", "area")
@@ -101,7 +101,7 @@ class PlaySession:
             self.bots[agent].reset(None if seed is None else seed + 1 + i)
         self.names = []
         for s, agent in enumerate(agents):
-            name = "(you)" if agent == self.human else short_name(self.specs[others.index(agent)])
+            name = "(you)" if agent == self.human else display_name(self.specs[others.index(agent)], folder=False)
             self.names.append(f"P{s} {name}")
         if self.game.layout.puppet >= 0:
             self.names.append("Guy")
