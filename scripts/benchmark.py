@@ -4,6 +4,7 @@
     python scripts/benchmark.py --seconds 3 --players 2 3 4 --engine
     python scripts/benchmark.py --seconds 5 --vector 1 64 1024 4096   # also the single-agent and vector envs
     python scripts/benchmark.py --seconds 5 --vector 1024 --tokens       # ... and the vector env's token mode
+    python scripts/benchmark.py --seconds 5 --vector 1 64 1024 4096 --train 40960   # the README's table
 
 ``--vector N ...`` adds, for the first of ``--players``, the scalar single-agent env (the learner plays one seat,
 ``random`` opponents the others; one decision of the learner is one step) and ``revolution_env.vector_env`` at each
@@ -11,6 +12,9 @@ batch size N (the same, N games at once; the learner's actions are drawn from th
 forward pass would give them): learner steps/s and games/s, the ratio to the scalar single-agent env, and the
 memory of the largest batch in flight (tracemalloc: the arrays of N games after some steps). ``--tokens`` adds the
 vector env's token mode at the largest N (a learner step is one token of a bid, or one other decision).
+``--train STEPS`` trains ``configs/default.yaml`` (no imitation, no evaluations) for STEPS learner steps, then the
+same with every opponent seat ``random``: the first is the training speed of the main job, the second what the
+learner itself costs (forward passes, SB3's buffer, PPO's updates), the difference what its league's opponents do.
 
 Every measurement plays whole games with uniformly random legal moves (sampled from the action mask) for a
 fixed time on one core and reports decisions per second (one agent decision = one AEC step; in goofspiel one
@@ -212,9 +216,14 @@ def goofspiel_random_play():
     return play
 
 
-def default_training(steps: int) -> dict[str, float]:
-    """Train configs/default.yaml for ``steps`` learner steps in a scratch folder, evaluations and the imitation
-    before PPO off (the imitation is a fixed cost, about a minute and a half, not a rate): PPO's steps/s."""
+# The league of configs/default.yaml with every opponent seat `random` (drawn in batch, nearly free): what the
+# learner itself costs (its forward passes, SB3's buffer, PPO's updates) beside the default league's opponents.
+RANDOM_LEAGUE = {"heuristics": ["random"], "p_latest": 0.0, "p_past": 0.0, "p_heuristics": 1.0}
+
+
+def default_training(steps: int, **overrides) -> dict[str, float]:
+    """Train configs/default.yaml (with ``overrides``) for ``steps`` learner steps in a scratch folder, evaluations
+    and the imitation before PPO off (the imitation is a fixed cost, about 20 s, not a rate): PPO's steps/s."""
     import tempfile
     from pathlib import Path
 
@@ -222,12 +231,17 @@ def default_training(steps: int) -> dict[str, float]:
     from training.train import train
 
     config = load_config(Path(__file__).resolve().parent.parent / "configs" / "default.yaml")
-    config = config.replace(total_steps=steps, eval_every=0, pretrain_teacher=None)
+    config = config.replace(total_steps=steps, eval_every=0, pretrain_teacher=None, **overrides)
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         result = train(config, out=out)
         elapsed = time.perf_counter() - start
-    return {"decisions_per_s": result.step / elapsed, "games_per_s": float("nan"), "steps": result.step}
+    return {
+        "decisions_per_s": result.step / elapsed,
+        "games_per_s": float("nan"),
+        "steps": result.step,
+        "seconds": elapsed,
+    }
 
 
 def main() -> None:
@@ -257,8 +271,9 @@ def main() -> None:
         "--train",
         type=int,
         metavar="STEPS",
-        help="also train the default config (configs/default.yaml, no evaluations) for STEPS learner steps and "
-        "report its learner steps/s beside the single-agent env's random play",
+        help="also train the default config (configs/default.yaml, no evaluations) for STEPS learner steps, and "
+        "the same with every opponent seat random (the learner's own cost), and report their learner steps/s "
+        "beside the single-agent env's random play",
     )
     args = parser.parse_args()
     if args.tokens and not args.vector:
@@ -326,11 +341,20 @@ def main() -> None:
         p = 3
         scalar = vector.get(f"single-agent env, {p}p, random") or measure(single_agent_random_play(p), args.seconds)
         results["revolution train, configs/default.yaml"] = trained = default_training(args.train)
-        print(
-            f"\nrevolution train on configs/default.yaml ({trained['steps']:,} PPO steps, no imitation or evaluations): "
-            f"{trained['decisions_per_s']:,.0f} learner steps/s, {trained['decisions_per_s'] / scalar['decisions_per_s']:.2f}x "
-            f"the single-agent env's random play ({scalar['decisions_per_s']:,.0f} steps/s)"
+        results["revolution train, configs/default.yaml, random league"] = bare = default_training(
+            args.train, **RANDOM_LEAGUE
         )
+        rate = scalar["decisions_per_s"]
+        print(
+            f"\nrevolution train on configs/default.yaml ({trained['steps']:,} PPO steps, no imitation or evaluations),"
+            f" ratio to the single-agent env's random play ({rate:,.0f} steps/s):"
+        )
+        for name, r in (("its league (snapshots and heuristics)", trained), ("every opponent seat random", bare)):
+            print(
+                f"  {name:38} {r['decisions_per_s']:8,.0f} learner steps/s  {r['decisions_per_s'] / rate:5.2f}x"
+                f"  ({r['seconds']:.1f} s)"
+            )
+        print(f"  the league's opponents: {trained['seconds'] - bare['seconds']:.1f} s of {trained['seconds']:.1f}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(results, fh, indent=2)
