@@ -105,8 +105,13 @@ class MixtureAgent(Agent):
     def _draw(self, n: int) -> np.ndarray:
         return self.rng.choice(len(self.agents), size=n, p=self.weights)
 
+    def pick(self) -> int:
+        """The index of the agent that makes the next decision, drawn from the mixture's stream as ``act`` draws it
+        (the batched evaluation draws it so, then plays a checkpoint's decisions of many games in one pass)."""
+        return int(self._draw(1)[0])
+
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
-        return self.agents[int(self._draw(1)[0])].act(observation, info)
+        return self.agents[self.pick()].act(observation, info)
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray, decisions: np.ndarray) -> np.ndarray:
         picks = self._draw(len(observations))

@@ -9,8 +9,9 @@ flip drawn from the game's own coin stream, as the scalar engine draws it. ``tes
 both paths game by game, scenarios included.
 
 What is batched: the engine's steps, the observations and masks of all waiting seats, and a deterministic
-checkpoint policy's forward pass (one per step for every game it plays in). Random agents, the heuristic bots and
-mixtures of these agents (``mix:``) decide seat by seat (each with its own random stream; the bots are compiled,
+checkpoint policy's forward pass (one per step for every game it plays in, also where it is the component a
+mixture, ``mix:``, drew for a game's decision). Random agents and the heuristic bots decide seat by seat, as does
+the draw of a mixture's component (each with its own random stream; the bots are compiled,
 :mod:`revolution_env.agents.compiled`).
 
 The scalar path remains for what the batched engine does not play: the first edition, the token action mode, and
@@ -42,7 +43,8 @@ BATCHABLE = (RandomAgent, HeuristicBot, PolicyAgent)
 
 
 def _batchable(agent: Agent) -> bool:
-    """One of the agents the batched path plays, or a mixture of them (played game by game through its fork)."""
+    """One of the agents the batched path plays, or a mixture of them (each game's fork draws the component, whose
+    decision is then played as that agent's)."""
     if isinstance(agent, MixtureAgent):
         return all(_batchable(a) for a in agent.agents)
     return isinstance(agent, BATCHABLE)
@@ -119,22 +121,25 @@ def play_batched(
 
 def _actions(view, game, games, seats, kind, base, forks, tasks) -> np.ndarray:
     """The actions (n, D) of the agents in ``seats`` of ``games``, all facing decision ``kind``: a deterministic
-    policy's in one forward pass per agent, every other agent's game by game (its own random stream)."""
+    policy's in one forward pass per agent (a mixture's too, where its draw for that game picks the policy), every
+    other agent's game by game (its own random stream)."""
     kinds = np.full(len(games), kind, dtype=np.int64)
     obs = view.observe(game, games, seats, kinds)
     masks = view.masks(game, games, seats, kinds)
     actions = np.zeros((len(games), len(view.codec.nvec)), dtype=np.int64)
     info = {"decision": Decision(int(kind)), "illegal_action": 0}
-    shared: dict[int, list[int]] = {}
+    shared: dict[int, tuple[PolicyAgent, list[int]]] = {}
     for j, (g, s) in enumerate(zip(games.tolist(), seats.tolist())):
-        agent = base[g][s]
+        agent, fork = base[g][s], forks[g][s]
+        if isinstance(agent, MixtureAgent):  # the component that decides here, drawn from this game's stream
+            pick = fork.pick()
+            agent, fork = agent.agents[pick], fork.agents[pick]
         if isinstance(agent, PolicyAgent) and agent.deterministic:
-            shared.setdefault(id(agent), []).append(j)
+            shared.setdefault(id(agent), (agent, []))[1].append(j)
         else:
-            actions[j] = forks[g][s].act({"observation": obs[j], "action_mask": masks[j].view(np.int8)}, info)
-    for rows in shared.values():
-        g, s = int(games[rows[0]]), int(seats[rows[0]])
-        actions[rows] = base[g][s].act_batch(obs[rows], masks[rows], kinds[rows])
+            actions[j] = fork.act({"observation": obs[j], "action_mask": masks[j].view(np.int8)}, info)
+    for agent, rows in shared.values():
+        actions[rows] = agent.act_batch(obs[rows], masks[rows], kinds[rows])
     legal = view.legal(actions, masks)
     if not legal.all():
         j = int(np.flatnonzero(~legal)[0])
