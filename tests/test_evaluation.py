@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import random
 import subprocess
 import sys
@@ -270,6 +271,34 @@ def test_the_batched_engine_plays_the_same_games_as_one_by_one(specs, options):
     alone = [R.play_task(t, opts) for t in tasks]
     side_by_side = R._play_chunk(tasks, opts)
     assert [r.to_dict() for r in side_by_side] == [r.to_dict() for r in alone]
+
+
+def test_a_checkpoint_in_a_mixture_decides_for_all_its_games_in_one_pass(monkeypatch):
+    """The batched path plays a deterministic checkpoint that a mixture drew for a game's decision with the others
+    it decides for (act_batch), never game by game (act), and the games are still those played one by one."""
+    from revolution_env.agents.checkpoint import PolicyAgent
+    from revolution_env.evaluation import runner as R
+
+    specs = ["mix:checkpoints/two_players.pt@3,value", "bargain"]
+    names = R.name_agents(specs)
+    opts = R._options({"players": 2}, 2)
+    tasks = R.lineup_tasks(list(names), list(names.values()), 6, seed=3)
+    alone = [R.play_task(t, opts) for t in tasks]
+    batches = []
+    original = PolicyAgent.act_batch
+
+    def counted(self, observations, masks, decisions):
+        batches.append(len(observations))
+        return original(self, observations, masks, decisions)
+
+    def refused(self, observation, info):
+        raise AssertionError("a checkpoint decided for one game alone")
+
+    monkeypatch.setattr(PolicyAgent, "act_batch", counted)
+    monkeypatch.setattr(PolicyAgent, "act", refused)
+    side_by_side = R._play_chunk(tasks, opts)
+    assert [r.to_dict() for r in side_by_side] == [r.to_dict() for r in alone]
+    assert max(batches) > 1
 
 
 def test_what_the_batched_engine_does_not_play_goes_one_by_one():
@@ -577,3 +606,24 @@ def test_win_share_rotates_the_seat_and_is_reproducible():
     assert share > 0.5  # value against two random bots
     with pytest.raises(ValueError, match="games: expected at least 1, got 0"):
         win_share(bot, options, games=0)
+
+
+def test_pool_workers_share_the_cores_between_their_math_libraries(monkeypatch):
+    """Each of the evaluation's worker processes gets its share of the cores for OpenBLAS, OpenMP, MKL and Numba
+    (a batched checkpoint's forward passes in two workers, each with a BLAS thread per core, took 2.8 times as
+    long); a variable the user has set is theirs, and the parent's environment is left as it was."""
+    from revolution_env.workers import THREAD_VARIABLES, usable_cores, worker_pool
+
+    for name in THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")
+    with worker_pool(2) as pool:
+        seen = pool.map(os.getenv, THREAD_VARIABLES)
+    share = str(max(1, usable_cores() // 2))
+    assert dict(zip(THREAD_VARIABLES, seen)) == {
+        "OMP_NUM_THREADS": share,
+        "OPENBLAS_NUM_THREADS": share,
+        "MKL_NUM_THREADS": "3",
+        "NUMBA_NUM_THREADS": share,
+    }
+    assert os.environ.get("OPENBLAS_NUM_THREADS") is None and os.environ["MKL_NUM_THREADS"] == "3"
