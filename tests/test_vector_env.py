@@ -512,3 +512,31 @@ def test_the_benchmark_plays_both_action_modes():
         assert figures["decisions_per_s"] > 0, mode
     refused = subprocess.run([sys.executable, str(path), "--tokens"], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "give --vector" in refused.stderr
+
+
+def test_the_benchmark_trains_the_default_config_and_its_random_league(monkeypatch):
+    """scripts/benchmark.py --train's two runs (a smoke test, no timing): the default config's league and every
+    seat random, each with its rate while it trains and its start-up apart."""
+    import importlib.util
+
+    from training import train as T
+    from training.config import load_config
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "benchmark.py"
+    spec = importlib.util.spec_from_file_location("benchmark", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    leagues = []
+    original = T.train
+
+    def recorded(config, **kwargs):
+        leagues.append((config.heuristics, config.p_heuristics, config.eval_every, config.pretrain_teacher))
+        return original(config, **kwargs)
+
+    monkeypatch.setattr(T, "train", recorded)
+    for overrides in ({}, bench.RANDOM_LEAGUE):
+        figures = bench.default_training(2048, **overrides)
+        assert figures["steps"] >= 2048 and figures["decisions_per_s"] > 0
+        assert figures["seconds"] > 0 and figures["start_up_seconds"] >= 0
+    default = load_config(path.parent.parent / "configs" / "default.yaml")
+    assert leagues == [(default.heuristics, default.p_heuristics, 0, None), (["random"], 1.0, 0, None)]
