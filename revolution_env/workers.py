@@ -123,10 +123,12 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 def worker_threads(processes: int) -> dict[str, str]:
-    """The thread variables for ``processes`` workers that share this machine: each its share of the usable cores
-    (at least one), as joblib's loky backend sizes its workers; a variable the user has set is left as it is.
+    """The thread variables for ``processes`` workers that share this machine (the evaluation's pool, the
+    imitation's): each its share of the usable cores (at least one), as joblib's loky backend sizes its workers.
     Without this, every worker's OpenBLAS starts a thread per core: two workers on two cores playing checkpoints
-    (batched forward passes) took 2.8 times as long."""
+    (batched forward passes) took 2.8 times as long. Each variable the user has set is left as it is, one by one
+    (``OMP_NUM_THREADS=4`` alone leaves OpenBLAS, which reads its own variable first, at the share). The workers
+    get them when the pool starts them; one that a pool starts later in place of a dead one gets the user's."""
     share = str(max(1, usable_cores() // max(1, processes)))
     return {name: share for name in THREAD_VARIABLES if name not in os.environ}
 

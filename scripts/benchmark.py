@@ -12,10 +12,12 @@ batch size N (the same, N games at once; the learner's actions are drawn from th
 forward pass would give them): learner steps/s and games/s, the ratio to the scalar single-agent env, and the
 memory of the largest batch in flight (tracemalloc: the arrays of N games after some steps). ``--tokens`` adds the
 vector env's token mode at the largest N (a learner step is one token of a bid, or one other decision).
-``--train STEPS`` trains ``configs/default.yaml`` (no imitation, no evaluations) for STEPS learner steps, then the
-same with every opponent seat ``random``, and reports their learner steps/s while they train (the start-up of a
-run, about 2 s of imports and building, apart): the first is the training speed of the main job, the second what the
-learner itself costs (forward passes, SB3's buffer, PPO's updates), the difference what its league's opponents cost.
+``--train STEPS`` trains ``configs/default.yaml`` (no imitation, no evaluations) for STEPS learner steps three times
+and reports their learner steps/s while they train (start-up and tear-down apart): as configured (the training
+speed of the main job); with every opponent seat ``random`` (what the learner itself costs: forward passes, SB3's
+buffer, PPO's updates; the difference is what the league's opponents cost); and with PPO's updates and the
+opponents on one thread, whose seconds are the run's work: no schedule on this machine's cores can beat that work
+shared perfectly among them, so ``cores x`` that rate bounds the first.
 
 Every measurement plays whole games with uniformly random legal moves (sampled from the action mask) for a
 fixed time on one core and reports decisions per second (one agent decision = one AEC step; in goofspiel one
@@ -222,11 +224,12 @@ def goofspiel_random_play():
 RANDOM_LEAGUE = {"heuristics": ["random"], "p_latest": 0.0, "p_past": 0.0, "p_heuristics": 1.0}
 
 
-def default_training(steps: int, **overrides) -> dict[str, float]:
+def default_training(steps: int, one_core: bool = False, **overrides) -> dict[str, float]:
     """Train configs/default.yaml (with ``overrides``) for ``steps`` learner steps in a scratch folder, evaluations
     and the imitation before PPO off (the imitation is a fixed cost, about 20 s, not a rate): PPO's learner steps/s
-    while it trains (from ``learn()`` to the last save, the run's own figure) and the start-up before (imports,
-    the league, the model; about 2 s, once per run)."""
+    while it trains (from ``learn()`` to the last save, the run's own figure) and the seconds of the rest of
+    ``train()`` (start-up: imports, the league, the model; tear-down). ``one_core``: PPO's updates and the
+    opponents on one thread, so that the run's seconds are its work."""
     import tempfile
     from pathlib import Path
 
@@ -235,17 +238,29 @@ def default_training(steps: int, **overrides) -> dict[str, float]:
 
     config = load_config(Path(__file__).resolve().parent.parent / "configs" / "default.yaml")
     config = config.replace(total_steps=steps, eval_every=0, pretrain_teacher=None, **overrides)
-    with tempfile.TemporaryDirectory() as out:
-        start = time.perf_counter()
-        result = train(config, out=out)
-        elapsed = time.perf_counter() - start
-    training = result.step / result.steps_per_second
+    if one_core:
+        config = config.replace(torch_threads=1)
+    threads = os.environ.get("REVOLUTION_THREADS")
+    if one_core:
+        os.environ["REVOLUTION_THREADS"] = "1"  # the opponents' decisions one after the other
+    try:
+        with tempfile.TemporaryDirectory() as out:
+            start = time.perf_counter()
+            result = train(config, out=out)
+            elapsed = time.perf_counter() - start
+    finally:
+        if threads is None:
+            os.environ.pop("REVOLUTION_THREADS", None)
+        else:
+            os.environ["REVOLUTION_THREADS"] = threads
+    rate = result.steps_per_second
+    training = result.step / rate if rate > 0 else elapsed
     return {
-        "decisions_per_s": result.steps_per_second,
+        "decisions_per_s": rate,
         "games_per_s": float("nan"),
         "steps": result.step,
         "seconds": training,
-        "start_up_seconds": elapsed - training,
+        "other_seconds": elapsed - training,
     }
 
 
@@ -290,6 +305,7 @@ def main() -> None:
 
     import revolution_env
     from revolution_env.engine import Rules
+    from revolution_env.workers import usable_cores
 
     results: dict[str, dict[str, float]] = {}
     for p in args.players:
@@ -349,17 +365,29 @@ def main() -> None:
         results["revolution train, configs/default.yaml, random league"] = bare = default_training(
             args.train, **RANDOM_LEAGUE
         )
+        results["revolution train, configs/default.yaml, one core"] = alone = default_training(args.train, True)
         rate = scalar["decisions_per_s"]
         print(
             f"\nrevolution train on configs/default.yaml ({trained['steps']:,} PPO steps, no imitation or evaluations),"
             f" while it trains, ratio to the single-agent env's random play ({rate:,.0f} steps/s):"
         )
-        for name, r in (("its league (snapshots and heuristics)", trained), ("every opponent seat random", bare)):
+        rows = (
+            ("its league (snapshots and heuristics)", trained),
+            ("every opponent seat random", bare),
+            ("its league, all on one thread", alone),
+        )
+        for name, r in rows:
             print(
                 f"  {name:38} {r['decisions_per_s']:8,.0f} learner steps/s  {r['decisions_per_s'] / rate:5.2f}x"
-                f"  ({r['seconds']:.1f} s, and {r['start_up_seconds']:.1f} s of start-up before)"
+                f"  ({r['seconds']:.1f} s; {r['other_seconds']:.1f} s of start-up and tear-down apart)"
             )
-        print(f"  the league's opponents: {trained['seconds'] - bare['seconds']:.1f} s of {trained['seconds']:.1f}")
+        cores = usable_cores()
+        bound = cores * alone["decisions_per_s"]
+        print(
+            f"  the league's opponents: {trained['seconds'] - bare['seconds']:.1f} s of {trained['seconds']:.1f}; "
+            f"the run's work, {alone['seconds']:.1f} s on one thread, shared perfectly by {cores} cores: at most "
+            f"{bound:,.0f} learner steps/s ({bound / rate:.2f}x)"
+        )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(results, fh, indent=2)

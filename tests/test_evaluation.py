@@ -255,6 +255,7 @@ def test_the_same_seed_gives_the_same_evaluation_whatever_the_workers():
         (["checkpoints/two_players.pt:sample", "value"], {"players": 2}),  # a sampling policy: its own stream
         (["bargain", "area", "random"], {"area_control_bonus": True}),
         (["mix:checkpoints/two_players.pt@3,value", "mix:bargain,random"], {"players": 2}),  # a draw per decision
+        (["mix:checkpoints/two_players.pt:sample@2,value", "mix:checkpoints/two_players.pt,area"], {"players": 2}),
     ],
 )
 def test_the_batched_engine_plays_the_same_games_as_one_by_one(specs, options):

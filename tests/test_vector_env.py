@@ -515,8 +515,8 @@ def test_the_benchmark_plays_both_action_modes():
 
 
 def test_the_benchmark_trains_the_default_config_and_its_random_league(monkeypatch):
-    """scripts/benchmark.py --train's two runs (a smoke test, no timing): the default config's league and every
-    seat random, each with its rate while it trains and its start-up apart."""
+    """scripts/benchmark.py --train's three runs (a smoke test, no timing): the default config's league, every seat
+    random, and all on one thread; each with its rate while it trains and the rest of the run apart."""
     import importlib.util
 
     from training import train as T
@@ -530,13 +530,22 @@ def test_the_benchmark_trains_the_default_config_and_its_random_league(monkeypat
     original = T.train
 
     def recorded(config, **kwargs):
-        leagues.append((config.heuristics, config.p_heuristics, config.eval_every, config.pretrain_teacher))
+        leagues.append(
+            (config.heuristics, config.p_heuristics, config.eval_every, config.pretrain_teacher, config.torch_threads,
+             os.environ.get("REVOLUTION_THREADS"))
+        )  # fmt: skip
         return original(config, **kwargs)
 
     monkeypatch.setattr(T, "train", recorded)
-    for overrides in ({}, bench.RANDOM_LEAGUE):
-        figures = bench.default_training(2048, **overrides)
+    monkeypatch.delenv("REVOLUTION_THREADS", raising=False)
+    for one_core, overrides in ((False, {}), (False, bench.RANDOM_LEAGUE), (True, {})):
+        figures = bench.default_training(2048, one_core, **overrides)
         assert figures["steps"] >= 2048 and figures["decisions_per_s"] > 0
-        assert figures["seconds"] > 0 and figures["start_up_seconds"] >= 0
+        assert figures["seconds"] > 0 and figures["other_seconds"] >= 0
     default = load_config(path.parent.parent / "configs" / "default.yaml")
-    assert leagues == [(default.heuristics, default.p_heuristics, 0, None), (["random"], 1.0, 0, None)]
+    assert leagues == [
+        (default.heuristics, default.p_heuristics, 0, None, None, None),
+        (["random"], 1.0, 0, None, None, None),
+        (default.heuristics, default.p_heuristics, 0, None, 1, "1"),  # one thread for PPO and the opponents
+    ]
+    assert "REVOLUTION_THREADS" not in os.environ  # set back after the run on one thread
