@@ -103,7 +103,7 @@ def worker_pool(processes: int) -> Iterator[Any]:
     instead can leave the pool's task lock held for ever). Each worker's math libraries get their share of the
     cores (:func:`worker_threads`)."""
     context = multiprocessing.get_context("spawn")
-    with _environment(worker_threads(processes)):
+    with environment(worker_threads(processes)):
         pool = start_workers(
             lambda: context.Pool(processes, initializer=leave_process_group, initargs=(os.getpid(),)),
             lambda p: p.terminate(),
@@ -134,7 +134,7 @@ def worker_threads(processes: int) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _environment(variables: dict[str, str]) -> Iterator[None]:
+def environment(variables: dict[str, str]) -> Iterator[None]:
     """``os.environ`` with ``variables`` set while the block runs (processes started then inherit them)."""
     old = {name: os.environ.get(name) for name in variables}
     os.environ.update(variables)

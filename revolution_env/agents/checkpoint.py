@@ -314,8 +314,7 @@ class PolicyAgent(Agent):
             x[g, base:] = building[active].reshape(len(active), -1)
             m = tokens.bid_masks(held[active] - building[active].sum(1), last[active])
             a = self.chooser.choose_batch(self.net.logits(x[g] / self.scale), m, rng)[:, 0]
-            t, c = np.divmod(a, codec.T)
-            building[active, c, t] += 1
+            tokens.place(building, active, a)
             last[active] = a
             active = active[(building[active].sum(1) != held[active]).any(1)]
         for j, i in enumerate(rows.tolist()):

@@ -416,8 +416,7 @@ class RevolutionVectorEnv(VectorEnv):
         held = self.game.tokens[games, seats]
         placing = held.any(1)
         g, a = games[placing], actions[placing]
-        t, c = np.divmod(a, self.codec.T)
-        self._building[g, c, t] += 1
+        self.tokens.place(self._building, g, a)
         self._last[g] = a
         complete = (self._building[games].sum(1) == held).all(1)
         return games[complete]

@@ -216,8 +216,7 @@ class Core:
         """Token mode: place one token (nothing if the seat holds none); True when the seat's bid is complete."""
         building = self._building[seat]
         if self.game.tokens[seat].any():
-            t, c = divmod(a, self.codec.T)
-            building[c, t] += 1
+            self.tokens.place(self._building, seat, a)
             self._last[seat] = a
         return bool((building.sum(0) == self.game.tokens[seat]).all())
 

@@ -100,6 +100,14 @@ class TokenCodec:
             return f"{TOKEN_TYPES[t]} on {name} (action {value}) is not next in the canonical order (allowed: {shown})"
         return f"action {value} is not allowed (allowed: {shown})"
 
+    def place(self, building: np.ndarray, rows: Any, actions: Any) -> None:
+        """Add to ``building`` ((m, T, 3) bids under construction) the token that each of ``actions`` places in its
+        row of ``rows`` (distinct): action ``t * T + c`` is a token of type ``t`` on target ``c``, as ``sequence``
+        writes it. The one decoding of a token action: the scalar env, the vector env and a token-mode policy
+        playing a bid all call it."""
+        t, c = np.divmod(np.asarray(actions, dtype=np.int64), self.T)
+        building[rows, c, t] += 1
+
     def sequence(self, counts: Any) -> list[int]:
         """The one token sequence that builds the bid ``counts`` ((T, 3) per target and type); the empty bid is
         ``[0]``."""
