@@ -233,26 +233,20 @@ def default_training(steps: int, one_core: bool = False, **overrides) -> dict[st
     import tempfile
     from pathlib import Path
 
+    from revolution_env.workers import environment
     from training.config import load_config
     from training.train import train
 
     config = load_config(Path(__file__).resolve().parent.parent / "configs" / "default.yaml")
     config = config.replace(total_steps=steps, eval_every=0, pretrain_teacher=None, **overrides)
+    threads = {}
     if one_core:
         config = config.replace(torch_threads=1)
-    threads = os.environ.get("REVOLUTION_THREADS")
-    if one_core:
-        os.environ["REVOLUTION_THREADS"] = "1"  # the opponents' decisions one after the other
-    try:
-        with tempfile.TemporaryDirectory() as out:
-            start = time.perf_counter()
-            result = train(config, out=out)
-            elapsed = time.perf_counter() - start
-    finally:
-        if threads is None:
-            os.environ.pop("REVOLUTION_THREADS", None)
-        else:
-            os.environ["REVOLUTION_THREADS"] = threads
+        threads = {"REVOLUTION_THREADS": "1"}  # the opponents' decisions one after the other
+    with environment(threads), tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        result = train(config, out=out)
+        elapsed = time.perf_counter() - start
     rate = result.steps_per_second
     training = result.step / rate if rate > 0 else elapsed
     return {
@@ -291,9 +285,10 @@ def main() -> None:
         "--train",
         type=int,
         metavar="STEPS",
-        help="also train the default config (configs/default.yaml, no evaluations) for STEPS learner steps, and "
-        "the same with every opponent seat random (the learner's own cost), and report their learner steps/s "
-        "beside the single-agent env's random play",
+        help="also train the default config (configs/default.yaml, no evaluations) for STEPS learner steps three "
+        "times: as configured, with every opponent seat random (the learner's own cost), and on one thread (the "
+        "run's work, which bounds what the cores can do); report their learner steps/s beside the single-agent "
+        "env's random play",
     )
     args = parser.parse_args()
     if args.tokens and not args.vector:
