@@ -33,7 +33,7 @@ from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
 from ray.tune.registry import register_env
 
 import revolution_env
-from revolution_env.agents.runner import win_share
+from revolution_env.arena.runner import win_share
 from revolution_env.interop.rllib import MaskedPPOTorchRLModule, RLModuleAgent
 
 

@@ -8,7 +8,7 @@ The recipe is SuperSuit's (and PettingZoo's SB3 tutorial): ``pettingzoo_env_to_v
 the Parallel env a sub-env, ``concat_vec_envs_v1(..., base_class="stable_baselines3")`` stacks several games into
 one SB3 ``VecEnv``, so the one model plays (and learns from) every seat. SuperSuit's own ``observation_lambda_v0``
 divides the observation by the layout's ``scale`` (raw counts otherwise). MaskablePPO with the stock
-``MultiInputPolicy`` takes the masks through ``training.sb3_pettingzoo.VecActionMasks``: neither SuperSuit's SB3
+``MultiInputPolicy`` takes the masks through ``revolution_training.sb3_pettingzoo.VecActionMasks``: neither SuperSuit's SB3
 wrapper nor sb3-contrib hands the observations' masks to MaskablePPO, and SuperSuit's SB3 wrapper cannot seed the
 games (the module's docstring names both defects).
 Before and after training, the model plays seat after seat against ``random`` bots (``SB3ModelAgent``).
@@ -26,12 +26,12 @@ import time
 import gymnasium
 import numpy as np
 import supersuit as ss
+from revolution_training.sb3_pettingzoo import SB3ModelAgent, VecActionMasks
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.vec_env import VecMonitor
 
 import revolution_env
-from revolution_env.agents.runner import win_share
-from training.sb3_pettingzoo import SB3ModelAgent, VecActionMasks
+from revolution_env.arena.runner import win_share
 
 
 def scaler(players: int):

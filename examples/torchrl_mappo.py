@@ -40,7 +40,7 @@ except ImportError:
 
 import revolution_env
 from revolution_env.agents.base import Agent
-from revolution_env.agents.runner import win_share
+from revolution_env.arena.runner import win_share
 from revolution_env.interop.torch import MaskedMultiCategorical
 
 GROUP = "player"

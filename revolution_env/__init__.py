@@ -8,10 +8,10 @@ with PettingZoo as ``revolution_v2`` (``pettingzoo.make("aec", "revolution_v2")`
 
 import warnings
 
-from .agents import Agent, load_agent
-from .agents.single import gym_env
-from .engine import Decision, Game, Rules, run_scenario, state_dict
-from .env import (
+from revolution_env.agents import Agent, load_agent
+from revolution_env.arena.single import gym_env
+from revolution_env.engine import Decision, Game, Rules, run_scenario, state_dict
+from revolution_env.env import (
     ENV_NAME,
     IllegalActionError,
     MaskedMultiDiscrete,
@@ -31,9 +31,9 @@ __version__ = "0.1.0"
 
 def vector_env(num_envs: int, players: int = 3, opponents=None, seat=None, **options):
     """``num_envs`` single-agent games stepped in batch (ENVIRONMENT.md, "Vectorised"); see
-    :func:`revolution_env.batched.vector.vector_env`. Imported on first use, so that ``import revolution_env`` does
+    :func:`revolution_env.arena.vector.vector_env`. Imported on first use, so that ``import revolution_env`` does
     not load the batched engine (and numba)."""
-    from .batched.vector import vector_env as make
+    from revolution_env.arena.vector import vector_env as make
 
     return make(num_envs, players=players, opponents=opponents, seat=seat, **options)
 
@@ -64,7 +64,7 @@ def _register_gymnasium() -> None:
     import gymnasium
 
     if "Revolution-v2" not in gymnasium.registry:
-        gymnasium.register(id="Revolution-v2", entry_point="revolution_env.agents.single:SingleAgentEnv")
+        gymnasium.register(id="Revolution-v2", entry_point="revolution_env.arena.single:SingleAgentEnv")
 
 
 _register_gymnasium()

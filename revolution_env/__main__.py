@@ -1,3 +1,3 @@
-from .cli import main
+from revolution_env.frontends.cli import main
 
 raise SystemExit(main())

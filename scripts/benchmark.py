@@ -94,7 +94,7 @@ def single_agent_random_play(players: int, opponents: str = "random"):
     if hasattr(revolution_env, "gym_env"):
         env = revolution_env.gym_env(players=players, opponents=opponents)
     else:
-        from training.selfplay import make_selfplay_env
+        from revolution_training.selfplay import make_selfplay_env
 
         env = make_selfplay_env({"players": players}, None, [opponents])
     space = MaskedMultiDiscrete(env.action_space.nvec, seed=0)
@@ -233,9 +233,10 @@ def default_training(steps: int, one_core: bool = False, **overrides) -> dict[st
     import tempfile
     from pathlib import Path
 
-    from revolution_env.workers import environment
-    from training.config import load_config
-    from training.train import train
+    from revolution_training.config import load_config
+    from revolution_training.train import train
+
+    from revolution_env.common.workers import environment
 
     config = load_config(Path(__file__).resolve().parent.parent / "configs" / "default.yaml")
     config = config.replace(total_steps=steps, eval_every=0, pretrain_teacher=None, **overrides)
@@ -299,8 +300,8 @@ def main() -> None:
     from pettingzoo.classic import connect_four_v3
 
     import revolution_env
+    from revolution_env.common.workers import usable_cores
     from revolution_env.engine import Rules
-    from revolution_env.workers import usable_cores
 
     results: dict[str, dict[str, float]] = {}
     for p in args.players:

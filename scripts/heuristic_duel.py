@@ -21,7 +21,7 @@ import numpy as np
 import revolution_env
 from revolution_env.agents.base import Agent, RandomAgent
 from revolution_env.agents.heuristics import HEURISTICS
-from revolution_env.agents.runner import GameRunner
+from revolution_env.arena.runner import GameRunner
 
 
 def make_agent(spec: str, options: dict) -> Agent:

@@ -21,9 +21,10 @@ import argparse
 import json
 from pathlib import Path
 
+from revolution_training.checkpoint import history, read_checkpoint
+from revolution_training.config import load_config
+
 from revolution_env import ENV_NAME
-from training.checkpoint import history, read_checkpoint
-from training.config import load_config
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """The layers only look down (docs/architecture.md): no import cycle between modules, every import counted
-(inside functions too), and no module of ``revolution_env`` imports ``training``. The engine imports no RL
-library; only ``training`` knows stable-baselines3."""
+(inside functions too), and no module of ``revolution_env`` imports ``revolution_training`` (the folder
+``training/``). The engine imports no RL library; only ``revolution_training`` knows stable-baselines3."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("revolution_env", "training")
+PACKAGES = {"revolution_env": "revolution_env", "training": "revolution_training"}  # folder: package
 
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    parts[0] = PACKAGES[parts[0]]
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
@@ -93,7 +94,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 def test_revolution_env_never_imports_training():
-    upward = {m: sorted(i for i in deps if i.split(".")[0] == "training")
+    upward = {m: sorted(i for i in deps if i.split(".")[0] in ("training", "revolution_training"))
               for m, deps in all_imports().items() if m.startswith("revolution_env")}  # fmt: skip
     assert {m: d for m, d in upward.items() if d} == {}
 
@@ -108,28 +109,21 @@ def test_no_dynamic_import_of_training_either():
                 "__import__",
             ):
                 literal = node.args[0] if node.args and isinstance(node.args[0], ast.Constant) else None
-                assert not (literal and str(literal.value).split(".")[0] == "training"), f"{name} imports training"
+                assert not (literal and str(literal.value).split(".")[0] in ("training", "revolution_training")), name
 
 
 # docs/architecture.md: a module may import its own layer and the layers above it (a lower number), never below.
 LAYERS = {
-    "revolution_env.files": 0,
-    "revolution_env.workers": 0,
-    "revolution_env.compiled": 0,
+    "revolution_env.common": 0,
     "revolution_env.engine": 1,
     "revolution_env.env": 2,
     "revolution_env.agents": 3,
-    "revolution_env.batched": 3,
-    "revolution_env.interop": 3,
-    "revolution_env.evaluation": 4,
-    "revolution_env.evaluation.cli": 5,  # the `eval` subcommand
-    "revolution_env.evaluation.__main__": 6,
-    "revolution_env.frontends": 5,
-    "revolution_env.cli_options": 5,
-    "revolution_env": 5,  # the package facade
-    "revolution_env.cli": 6,
-    "revolution_env.__main__": 6,
-    "training": 7,
+    "revolution_env.arena": 4,
+    "revolution_env.evaluation": 5,
+    "revolution_env.interop": 5,
+    "revolution_env.frontends": 6,
+    "revolution_env": 6,  # the package facade and `python -m revolution_env`
+    "revolution_training": 7,
 }
 
 
@@ -152,11 +146,29 @@ def test_each_layer_imports_only_what_it_may():
         roots = {d.split(".")[0] for d in deps}
         if module.startswith("revolution_env.engine"):
             assert not roots & set(rl), f"{module}: the engine imports no RL library"
-            assert not {
-                d for d in deps if d.startswith("revolution_env.") and not d.startswith("revolution_env.engine")
-            }, module
+            below = ("revolution_env.common", "revolution_env.engine")
+            assert all(d.startswith(below) for d in deps if d.startswith("revolution_env.")), module
         if module.startswith("revolution_env"):
             assert not roots & {"stable_baselines3", "sb3_contrib"}, f"{module}: only training knows SB3"
         if module.startswith("revolution_env.env"):
-            below = ("revolution_env.engine", "revolution_env.env")
+            below = ("revolution_env.common", "revolution_env.engine", "revolution_env.env")
             assert all(d.startswith(below) for d in deps if d.startswith("revolution_env.")), module
+
+
+def test_each_layer_is_one_folder_and_no_module_lies_loose():
+    """Every module of the package sits in a layer's folder; only the facade and ``__main__`` stand at its root."""
+    loose = sorted(p.name for p in (ROOT / "revolution_env").glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py"]
+    folders = {p.parent.relative_to(ROOT / "revolution_env").parts[0] for p in (ROOT / "revolution_env").rglob("*.py")
+               if p.parent != ROOT / "revolution_env"}  # fmt: skip
+    assert {f"revolution_env.{f}" for f in folders} <= set(LAYERS)
+
+
+def test_pyproject_installs_every_package_under_our_names():
+    import tomllib
+
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    folders = {module_name(p.parent / "__init__.py") for pkg in PACKAGES for p in (ROOT / pkg).rglob("__init__.py")}
+    assert set(setuptools["packages"]) == folders
+    assert setuptools["package-dir"] == {"revolution_training": "training"}
+    assert all(name.split(".")[0] in ("revolution_env", "revolution_training") for name in setuptools["packages"])

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from revolution_training.config import load_config
 from test_play import HEADERS, Person, play_game
 
 from revolution_env.engine import ScenarioError, run_scenario
-from training.config import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "tests" / "scenarios").rglob("*.json"))

@@ -11,11 +11,11 @@ import sys
 import numpy as np
 import pytest
 
-from revolution_env.batched import BatchedGame
-from revolution_env.batched.view import BatchedView
+from revolution_env.engine.batched import BatchedGame
 from revolution_env.engine.game import BID, GUY, Decision, Game, IllegalAction, Rules, make_layout
 from revolution_env.engine.random_play import random_bids, random_choice
 from revolution_env.engine.scenario import run_scenario, state_dict
+from revolution_env.env.batched import BatchedView
 from revolution_env.env.encoding import NONE, Codec
 from revolution_env.env.observation import ObservationLayout
 
@@ -144,7 +144,7 @@ def test_plain_python_fallback_gives_the_same_games() -> None:
     """Without numba the kernels run as plain Python: the same rules (a short run in a fresh interpreter)."""
     code = (
         "from tests.test_batched import play_both, VARIANTS\n"
-        "from revolution_env.batched import COMPILED\n"
+        "from revolution_env.engine.kernels import COMPILED\n"
         "assert not COMPILED\n"
         "play_both(VARIANTS['2 players (Guy)'], n=3, seed=5, check_views=True)\n"
         "play_both(VARIANTS['4 players'], n=3, seed=5, check_views=False)\n"

@@ -16,7 +16,7 @@ import revolution_env
 from revolution_env.agents import compiled
 from revolution_env.agents.heuristics import ValueBot
 from revolution_env.agents.loading import load_agent
-from revolution_env.agents.runner import GameRunner
+from revolution_env.arena.runner import GameRunner
 
 needs_numba = pytest.mark.skipif(not compiled.COMPILED, reason="Numba is not installed (pip install -e '.[fast]')")
 

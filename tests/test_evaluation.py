@@ -28,10 +28,10 @@ from revolution_env.evaluation import (
     play_game,
     wilson_interval,
 )
-from revolution_env.evaluation.cli import main
 from revolution_env.evaluation.report import write_atomic
 from revolution_env.evaluation.runner import game_seed, lineup_tasks, pool_lineups, seat_orders
 from revolution_env.evaluation.stats import one_pass, rate
+from revolution_env.frontends.evaluate import main
 
 SHIPPED_3P = Path(__file__).resolve().parent.parent / "checkpoints" / "three_players.pt"
 
@@ -261,8 +261,8 @@ def test_the_same_seed_gives_the_same_evaluation_whatever_the_workers():
 def test_the_batched_engine_plays_the_same_games_as_one_by_one(specs, options):
     """Evaluation games side by side on the batched engine (evaluation.batched) are the games play_task plays
     alone: the same results and the same recorded scenarios, game by game."""
+    from revolution_env.arena.batched import can_batch
     from revolution_env.evaluation import runner as R
-    from revolution_env.evaluation.batched import can_batch
 
     names = R.name_agents(specs)
     opts = R._options(options, len(specs))
@@ -304,7 +304,7 @@ def test_a_checkpoint_in_a_mixture_decides_for_all_its_games_in_one_pass(monkeyp
 
 def test_what_the_batched_engine_does_not_play_goes_one_by_one():
     from revolution_env.agents.mixture import MixtureAgent
-    from revolution_env.evaluation.batched import can_batch
+    from revolution_env.arena.batched import can_batch
 
     assert not can_batch([RandomAgent(players=3, first_edition=True)] * 3, {"players": 3, "first_edition": True})
     assert not can_batch([RandomAgent(players=3), Cheat(players=3)], {"players": 3})  # an agent of its own
@@ -357,8 +357,8 @@ def test_a_checkpoint_spec_with_sample_plays_a_seeded_mixed_strategy():
 
 
 def test_a_checkpoint_is_loaded_without_the_training_package(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "training", None)  # loading a bot never needs the training package
-    monkeypatch.setitem(sys.modules, "training.policy", None)
+    monkeypatch.setitem(sys.modules, "revolution_training", None)  # loading a bot never needs the training package
+    monkeypatch.setitem(sys.modules, "revolution_training.policy", None)
     agent = load_agent(str(SHIPPED_3P), players=3)
     assert agent.name == str(SHIPPED_3P)
     with pytest.raises(ValueError, match="no such checkpoint file"):
@@ -478,8 +478,8 @@ def test_a_malformed_flag_is_one_line_and_exit_2(args, capsys):
     assert err.startswith("error: ") and err.count("\n") == 1
 
 
-def test_python_m_evaluation_runs(tmp_path):
-    cmd = [sys.executable, "-m", "revolution_env.evaluation", "--players", "2", "--agents", "random", "random"]
+def test_python_m_revolution_env_eval_runs(tmp_path):
+    cmd = [sys.executable, "-m", "revolution_env", "eval", "--players", "2", "--agents", "random", "random"]
     proc = subprocess.run([*cmd, "--games", "2", "--workers", "1"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "random#2" in proc.stdout
@@ -595,7 +595,7 @@ def test_the_table_is_printed_in_full_when_not_on_a_terminal():
 
 def test_win_share_rotates_the_seat_and_is_reproducible():
     from revolution_env.agents.heuristics import ValueBot
-    from revolution_env.agents.runner import play_game, win_share
+    from revolution_env.arena.runner import play_game, win_share
 
     options = {"players": 3}
     bot = ValueBot(**options)
@@ -613,7 +613,7 @@ def test_pool_workers_share_the_cores_between_their_math_libraries(monkeypatch):
     """Each of the evaluation's worker processes gets its share of the cores for OpenBLAS, OpenMP, MKL and Numba
     (a batched checkpoint's forward passes in two workers, each with a BLAS thread per core, took 2.8 times as
     long); a variable the user has set is theirs, and the parent's environment is left as it was."""
-    from revolution_env.workers import THREAD_VARIABLES, usable_cores, worker_pool
+    from revolution_env.common.workers import THREAD_VARIABLES, usable_cores, worker_pool
 
     for name in THREAD_VARIABLES:
         monkeypatch.delenv(name, raising=False)

@@ -13,7 +13,7 @@ import pytest
 import revolution_env
 from revolution_env.agents.base import RandomAgent
 from revolution_env.agents.heuristics import HEURISTICS, HeuristicBot
-from revolution_env.agents.runner import GameRunner
+from revolution_env.arena.runner import GameRunner
 from revolution_env.engine.game import Decision
 from revolution_env.engine.scenario import set_position
 

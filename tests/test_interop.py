@@ -70,7 +70,7 @@ def _supersuit_venv(players: int, games: int, **options):
     """SuperSuit's documented path to SB3 (pettingzoo_env_to_vec_env_v1, concat_vec_envs_v1), masks added."""
     ss = pytest.importorskip("supersuit")
     pytest.importorskip("sb3_contrib")
-    from training.sb3_pettingzoo import VecActionMasks
+    from revolution_training.sb3_pettingzoo import VecActionMasks
 
     venv = ss.pettingzoo_env_to_vec_env_v1(revolution_env.parallel_env(players=players, illegal="raise", **options))
     return VecActionMasks(ss.concat_vec_envs_v1(venv, games, num_cpus=0, base_class="stable_baselines3"))
@@ -103,9 +103,8 @@ def test_supersuit_vec_env_hands_maskable_ppo_the_masks_of_every_seat(players, a
 def test_vec_action_masks_refuses_observations_without_masks():
     pytest.importorskip("sb3_contrib")
     import gymnasium
+    from revolution_training.sb3_pettingzoo import VecActionMasks
     from stable_baselines3.common.vec_env import DummyVecEnv
-
-    from training.sb3_pettingzoo import VecActionMasks
 
     with pytest.raises(ValueError, match="action_mask"):
         VecActionMasks(DummyVecEnv([lambda: gymnasium.make("CartPole-v1")]))
@@ -115,10 +114,10 @@ def test_maskable_ppo_trains_on_the_supersuit_vec_env_and_plays_games_as_an_agen
     """The example's recipe, small: MaskablePPO's stock MultiInputPolicy over every seat, no action outside the
     masks (illegal="raise"), then the model seated in the package's game loop by SB3ModelAgent."""
     venv = _supersuit_venv(3, games=2)
+    from revolution_training.sb3_pettingzoo import SB3ModelAgent
     from sb3_contrib import MaskablePPO
 
-    from revolution_env.agents.runner import win_share
-    from training.sb3_pettingzoo import SB3ModelAgent
+    from revolution_env.arena.runner import win_share
 
     model = MaskablePPO("MultiInputPolicy", venv, n_steps=32, batch_size=64, n_epochs=1, verbose=0)
     model.learn(total_timesteps=2 * 32 * venv.num_envs)

@@ -24,7 +24,7 @@ from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, Petting
 from ray.tune.registry import register_env  # noqa: E402
 
 from revolution_env.agents.base import RandomAgent  # noqa: E402
-from revolution_env.agents.runner import play_game  # noqa: E402
+from revolution_env.arena.runner import play_game  # noqa: E402
 from revolution_env.interop.rllib import MaskedPPOTorchRLModule, RLModuleAgent  # noqa: E402
 
 # the two ways RLlib's docs bring a PettingZoo env in

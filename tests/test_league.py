@@ -1,4 +1,4 @@
-"""The league's prioritized fictitious self-play (training.league): weights, sampling, results that persist and
+"""The league's prioritized fictitious self-play (revolution_training.league): weights, sampling, results that persist and
 reach the readers, the win-rate matrix, and a real short run with ``opponent_sampling: pfsp``."""
 
 from __future__ import annotations
@@ -8,10 +8,16 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from revolution_training.checkpoint import read_checkpoint
+from revolution_training.league import (
+    League,
+    LeagueReader,
+    choose_opponent,
+    pfsp_weights,
+    plot_matrix,
+    read_league_file,
+)
 from test_training import train_cli, untrained_checkpoint, write_config
-
-from training.checkpoint import read_checkpoint
-from training.league import League, LeagueReader, choose_opponent, pfsp_weights, plot_matrix, read_league_file
 
 
 def test_pfsp_weights_favour_what_the_learner_loses_to():
@@ -118,7 +124,7 @@ def test_exploiters_join_the_league_reach_the_readers_and_roll_back(tmp_path):
 
 
 def test_exploiters_need_pfsp(tmp_path):
-    from training.config import TrainConfig
+    from revolution_training.config import TrainConfig
 
     with pytest.raises(ValueError, match="exploiter_every: exploiters join the league under opponent_sampling: pfsp"):
         TrainConfig(exploiter_every=1000, opponent_sampling="uniform")

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from revolution_training.config import TrainConfig
+from revolution_training.exploit import exploit_config
 
 from revolution_env import vector_env
 from revolution_env.agents.base import Agent
 from revolution_env.agents.loading import display_name, is_checkpoint, load_agent
 from revolution_env.agents.mixture import MixtureAgent, parse_mixture
 from revolution_env.evaluation import evaluate_lineup
-from training.config import TrainConfig
-from training.exploit import exploit_config
 
 BOT = "checkpoints/two_players.pt"
 

@@ -32,15 +32,15 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from revolution_training.checkpoint import read_checkpoint
+from revolution_training.config import TrainConfig, load_config
+from revolution_training.league import League
+from revolution_training.train import RUN_FORMAT, read_state, train
 from test_training import TINY, wait_for_save, write_config
 
 import revolution_env
 from revolution_env.engine import ScenarioError
 from revolution_env.engine.scenario import load_json, run_scenario
-from training.checkpoint import read_checkpoint
-from training.config import TrainConfig, load_config
-from training.league import League
-from training.train import RUN_FORMAT, read_state, train
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -285,7 +285,7 @@ COMMANDS = {
 @given(st.sampled_from(sorted(COMMANDS)).flatmap(lambda c: st.tuples(st.just(c), st.lists(
     st.tuples(st.sampled_from(COMMANDS[c][1]), st.sampled_from(BAD_VALUES)), max_size=3))))  # fmt: skip
 def test_a_fuzzed_command_line_is_one_line_and_exit_2(tmp_path, case):
-    from revolution_env.cli import main
+    from revolution_env.frontends.cli import main
 
     command, extra = case
     (tmp_path / "DIR").mkdir(exist_ok=True)
@@ -343,7 +343,7 @@ def test_files_and_folders_in_the_wrong_place(tmp_path):
 
 
 def test_a_second_evaluation_into_one_folder_is_refused_unless_forced(tmp_path):
-    from revolution_env.evaluation.cli import main
+    from revolution_env.frontends.evaluate import main
 
     out = str(tmp_path / "eval")
     pool = ["--players", "2", "--pool", "random", "value", "--games", "1", "--workers", "1", "--quiet"]

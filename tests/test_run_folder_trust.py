@@ -12,10 +12,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from revolution_training.config import TrainConfig
+from revolution_training.train import read_state, train
 from test_training import TINY
-
-from training.config import TrainConfig
-from training.train import read_state, train
 
 
 class Payload:

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from revolution_training.checkpoint import history, read_checkpoint
 
 import revolution_env
-from revolution_env.agents.runner import GameRunner
+from revolution_env.arena.runner import GameRunner
 from revolution_env.engine.game import Decision
-from training.checkpoint import history, read_checkpoint
 
 CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 SHIPPED = {"three_players.pt": {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},

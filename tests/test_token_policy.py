@@ -9,18 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from revolution_training.checkpoint import layout_hash, make_checkpoint, read_checkpoint, save_checkpoint
+from revolution_training.config import TrainConfig
+from revolution_training.policy import policy_from_sb3
+from revolution_training.vec_env import SB3VecEnv
 
 import revolution_env
 from revolution_env.agents.checkpoint import PolicyAgent, load_policy_agent
 from revolution_env.agents.loading import load_agent
-from revolution_env.agents.runner import GameRunner
+from revolution_env.arena.runner import GameRunner
 from revolution_env.engine.game import Decision
 from revolution_env.env.core import Core, EnvConfig
 from revolution_env.env.tokens import TokenCodec
-from training.checkpoint import layout_hash, make_checkpoint, read_checkpoint, save_checkpoint
-from training.config import TrainConfig
-from training.policy import policy_from_sb3
-from training.vec_env import SB3VecEnv
 
 pytest.importorskip("sb3_contrib")
 from sb3_contrib import MaskablePPO  # noqa: E402
@@ -144,8 +144,9 @@ def test_a_token_policy_plays_whole_games_and_in_batch_as_one_by_one(tmp_path, p
 def test_training_in_the_token_mode_end_to_end(tmp_path):
     """Imitation of a heuristic token by token, PPO on the vector env, sampled evaluations, snapshots of a
     token-mode policy as opponents, and a checkpoint that plays in the evaluation harness."""
+    from revolution_training.train import train
+
     from revolution_env.evaluation import evaluate_lineup
-    from training.train import train
 
     config = TrainConfig(**{**TINY, "players": 2, "pretrain_teacher": "value", "pretrain_steps": 300,
                             "p_latest": 0.5, "p_past": 0.0, "p_heuristics": 0.5, "heuristics": ["random"],
@@ -167,15 +168,15 @@ def test_training_in_the_token_mode_end_to_end(tmp_path):
     ],
 )
 def test_bad_token_mode_configs(changes, message):
-    from training.config import check
+    from revolution_training.config import check
 
     with pytest.raises(ValueError, match=message):
         check(TrainConfig(**{**TINY, "players": 3, **changes}))
 
 
 def test_init_from_refuses_a_policy_of_the_other_mode(tmp_path):
-    from training.distributions import MaskableMultiDiscretePolicy
-    from training.train import load_initial_weights, make_vec_env, new_model
+    from revolution_training.distributions import MaskableMultiDiscretePolicy
+    from revolution_training.train import load_initial_weights, make_vec_env, new_model
 
     venv = SB3VecEnv(revolution_env.vector_env(2, players=3, opponents="random"))
     bid_model = MaskablePPO(MaskableMultiDiscretePolicy, venv, policy_kwargs={"net_arch": [16]}, n_steps=32)

@@ -240,7 +240,7 @@ def test_bad_input_in_the_token_mode():
 @pytest.mark.parametrize("players", [2, 3, 4])
 def test_the_random_agent_plays_whole_games_token_by_token(players):
     from revolution_env.agents.base import RandomAgent
-    from revolution_env.agents.runner import play_game
+    from revolution_env.arena.runner import play_game
 
     options = {"players": players, "action_mode": "tokens", "illegal": "raise"}
     first = play_game([RandomAgent(**options) for _ in range(players)], options, seed=5, record=True)

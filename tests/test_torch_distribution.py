@@ -70,12 +70,11 @@ def test_it_agrees_with_sb3_contribs_distribution():
 
 
 def test_trainings_maskable_distribution_agrees_with_sb3_contribs():
-    """training.distributions (MaskablePPO's distribution) against sb3-contrib's, the values PPO's loss reads and
+    """revolution_training.distributions (MaskablePPO's distribution) against sb3-contrib's, the values PPO's loss reads and
     their gradients: log-probabilities, entropies (masked values add nothing), and the mode."""
     pytest.importorskip("sb3_contrib")
+    from revolution_training.distributions import GroupedMaskableMultiCategorical
     from sb3_contrib.common.maskable.distributions import MaskableMultiCategoricalDistribution
-
-    from training.distributions import GroupedMaskableMultiCategorical
 
     masks, nvec = env_masks(3, 12)
     torch.manual_seed(2)

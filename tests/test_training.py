@@ -22,13 +22,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-
-import revolution_env
-from revolution_env.agents.heuristics import ValueBot
-from revolution_env.agents.loading import load_agent
-from revolution_env.agents.runner import GameRunner
-from revolution_env.engine.game import Decision
-from training.checkpoint import (
+from revolution_training.checkpoint import (
     FORMAT,
     FORMAT_VERSION,
     history,
@@ -37,10 +31,16 @@ from training.checkpoint import (
     read_checkpoint,
     save_checkpoint,
 )
-from training.config import TrainConfig, load_config
-from training.league import League, LeagueReader, choose_opponent, read_league
-from training.policy import PolicyAgent, load_policy_agent, policy_from_sb3
-from training.selfplay import SelfPlayEnv, make_selfplay_env
+from revolution_training.config import TrainConfig, load_config
+from revolution_training.league import League, LeagueReader, choose_opponent, read_league
+from revolution_training.policy import PolicyAgent, load_policy_agent, policy_from_sb3
+from revolution_training.selfplay import SelfPlayEnv, make_selfplay_env
+
+import revolution_env
+from revolution_env.agents.heuristics import ValueBot
+from revolution_env.agents.loading import load_agent
+from revolution_env.arena.runner import GameRunner
+from revolution_env.engine.game import Decision
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {
@@ -68,7 +68,7 @@ def write_config(folder: Path, **changes) -> Path:
 def train_cli(*args: str, **popen) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, "-m", "training", "train", "--no-progress", *args],
+        [sys.executable, "-m", "revolution_training", "train", "--no-progress", *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -80,9 +80,8 @@ def train_cli(*args: str, **popen) -> subprocess.Popen:
 
 def untrained_checkpoint(tmp_path: Path, **env_options) -> Path:
     """A policy checkpoint of a freshly initialised MaskablePPO network for these options."""
+    from revolution_training.distributions import MaskableMultiDiscretePolicy
     from sb3_contrib import MaskablePPO
-
-    from training.distributions import MaskableMultiDiscretePolicy
 
     env = make_selfplay_env(env_options, None, ["random"])
     model = MaskablePPO(MaskableMultiDiscretePolicy, env, policy_kwargs={"net_arch": [16]}, seed=0, n_steps=32)
@@ -340,9 +339,8 @@ def test_a_checkpoint_plays_legal_moves_in_every_decision(tmp_path, options, kin
 
 
 def test_the_numpy_policy_computes_the_networks_logits(tmp_path):
+    from revolution_training.distributions import MaskableMultiDiscretePolicy
     from sb3_contrib import MaskablePPO
-
-    from training.distributions import MaskableMultiDiscretePolicy
 
     env = make_selfplay_env({"players": 3}, None, ["random"])
     model = MaskablePPO(MaskableMultiDiscretePolicy, env, policy_kwargs={"net_arch": [16, 8]}, seed=1, n_steps=32)
@@ -450,9 +448,9 @@ def test_the_config_has_a_docstring_per_field():
     import ast
     import inspect
 
-    import training.config
+    import revolution_training.config
 
-    tree = ast.parse(inspect.getsource(training.config))
+    tree = ast.parse(inspect.getsource(revolution_training.config))
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "TrainConfig")
     documented = {
         a.target.id
@@ -465,7 +463,7 @@ def test_the_config_has_a_docstring_per_field():
 def test_the_same_config_and_seed_train_the_same_weights(tmp_path):
     """A whole run (batched games, a PFSP league that brings in its heuristics and snapshots as it goes, PPO) is
     reproducible from its seed: the weights and the league's results of two runs are the same."""
-    from training.train import LATEST, train
+    from revolution_training.train import LATEST, train
 
     config = TrainConfig(**{**TINY, "eval_every": 0, "seed": 5, "opponent_sampling": "pfsp",
                             "heuristics": ["random", "area"], "p_latest": 0.2, "p_past": 0.4, "p_heuristics": 0.4})  # fmt: skip
@@ -483,10 +481,9 @@ def test_the_same_config_and_seed_train_the_same_weights(tmp_path):
 def test_updates_take_torch_threads_and_rollouts_one(tmp_path, monkeypatch):
     """PPO's updates run on ``torch_threads`` threads, the rollouts' forward passes on one (the opponents' threads
     need the cores then), and the caller's setting is back afterwards."""
+    from revolution_training.train import train
+    from revolution_training.vec_env import SB3VecEnv
     from sb3_contrib import MaskablePPO
-
-    from training.train import train
-    from training.vec_env import SB3VecEnv
 
     seen: dict[str, set[int]] = {"update": set(), "rollout": set()}
 
@@ -510,7 +507,7 @@ def test_updates_take_torch_threads_and_rollouts_one(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(("best_by", "expected"), [("mean", 192), ("worst", 128)])
 def test_best_pt_keeps_the_evaluation_best_by_mean_or_worst(tmp_path, monkeypatch, best_by, expected):
-    import training.train as train_module
+    import revolution_training.train as train_module
 
     scripted = {  # step: win rates; the best mean is at 192, the best worst win rate at 128
         64: {"a": 0.9, "b": 0.1},
@@ -537,7 +534,7 @@ def test_best_pt_keeps_the_evaluation_best_by_mean_or_worst(tmp_path, monkeypatc
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory) -> Path:
     """A tiny 3-player run trained to its end (in this process)."""
-    from training.train import train
+    from revolution_training.train import train
 
     out = tmp_path_factory.mktemp("source") / "run"
     train(TrainConfig(**{**TINY, "n_envs": 1, "total_steps": 64, "eval_every": 0, "seed": 3}), out=out)
@@ -545,7 +542,7 @@ def finished_run(tmp_path_factory) -> Path:
 
 
 def fresh_model(config: TrainConfig, folder: Path):
-    from training.train import make_vec_env, new_model
+    from revolution_training.train import make_vec_env, new_model
 
     venv = make_vec_env(config, folder / "league")
     return new_model(config, venv), venv
@@ -557,9 +554,8 @@ def values_of(policy, obs: np.ndarray) -> np.ndarray:
 
 
 def test_init_from_a_run_folder_takes_its_policy_and_value_network(finished_run, tmp_path):
+    from revolution_training.train import load_initial_weights
     from sb3_contrib import MaskablePPO
-
-    from training.train import load_initial_weights
 
     config = TrainConfig(**{**TINY, "n_envs": 1, "seed": 9, "init_from": str(finished_run)})
     model, venv = fresh_model(config, tmp_path)
@@ -579,7 +575,7 @@ def test_init_from_a_run_folder_takes_its_policy_and_value_network(finished_run,
 
 
 def test_init_from_a_policy_checkpoint_takes_the_policy_only(finished_run, tmp_path):
-    from training.train import load_initial_weights
+    from revolution_training.train import load_initial_weights
 
     config = TrainConfig(**{**TINY, "n_envs": 1, "seed": 9, "init_from": str(finished_run / "latest.pt")})
     model, venv = fresh_model(config, tmp_path)
@@ -608,7 +604,7 @@ def test_init_from_a_policy_checkpoint_takes_the_policy_only(finished_run, tmp_p
     ],
 )
 def test_init_from_refuses_what_does_not_fit(finished_run, tmp_path, changes, message):
-    from training.train import load_initial_weights
+    from revolution_training.train import load_initial_weights
 
     changes = {k: v.format(tmp=tmp_path, run=finished_run) if isinstance(v, str) else v for k, v in changes.items()}
     config = TrainConfig(**{**TINY, "n_envs": 1, "init_from": str(finished_run), **changes})
@@ -658,7 +654,7 @@ def imitation_config(teacher: str, **changes) -> TrainConfig:
 
 @pytest.mark.parametrize("backend", ["vector", "subprocess"])
 def test_the_teachers_decisions_are_recorded_from_the_learners_seat(backend):
-    from training.pretrain import collect
+    from revolution_training.pretrain import collect
 
     config = imitation_config("value", gamma=0.9, env_backend=backend)
     demos = collect(config, steps=150, seed=4)
@@ -688,7 +684,7 @@ def test_the_teachers_decisions_are_recorded_from_the_learners_seat(backend):
 def test_demonstrations_of_several_games_at_once_are_reproducible_and_distinct(backend):
     """n_envs games at once (one batch, or one process each): every game of the batch records whole games up to
     its share of the steps; the same seed gives the same demonstrations; no two games are the same."""
-    from training.pretrain import collect
+    from revolution_training.pretrain import collect
 
     config = imitation_config("value", n_envs=3, env_backend=backend)
     demos = collect(config, steps=120, seed=1)
@@ -707,7 +703,7 @@ def test_imitation_learns_a_teacher_it_can_represent(tmp_path):
     """A learner cloning a confident policy of its own shape (seeded otherwise) agrees with it far more afterwards,
     on decisions it did not fit, and its value network moves towards the returns. It fits with the imitation's
     own minibatch and learning rate (PPO's here would learn nothing), and leaves PPO's learning rate as it was."""
-    from training.pretrain import clone, collect, held_out, score
+    from revolution_training.pretrain import clone, collect, held_out, score
 
     teacher = untrained_checkpoint(tmp_path, players=3)
     sharp = read_checkpoint(teacher)
@@ -773,7 +769,7 @@ def test_ctrl_c_while_imitating_says_there_is_nothing_to_resume(tmp_path):
 
 
 def test_the_env_backend_is_the_batched_engine_but_for_the_first_edition():
-    from training.config import TrainConfig
+    from revolution_training.config import TrainConfig
 
     assert TrainConfig().backend() == "vector"
     assert TrainConfig(first_edition=True).backend() == "subprocess"
@@ -785,7 +781,7 @@ def test_the_env_backend_is_the_batched_engine_but_for_the_first_edition():
 
 
 def test_the_vector_backend_reports_who_the_learner_played(tmp_path):
-    from training.train import make_vec_env
+    from revolution_training.train import make_vec_env
 
     config = load_config(write_config(tmp_path, n_envs=8, heuristics=["random", "area"]))
     venv = make_vec_env(config, tmp_path / "league")

@@ -17,7 +17,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 import revolution_env
-from revolution_env.batched.kernels import K_BID
+from revolution_env.engine.kernels import K_BID
 from revolution_env.engine.scenario import run_scenario, state_dict
 from revolution_env.env.encoding import NONE, Codec, IllegalActionError
 from revolution_env.env.observation import ObservationLayout
@@ -210,9 +210,8 @@ def test_bad_input_is_a_clear_error_at_construction(kwargs: dict, message: str) 
 
 def test_maskable_ppo_learns_on_the_sb3_adapter() -> None:
     sb3_contrib = pytest.importorskip("sb3_contrib")
+    from revolution_training.vec_env import SB3VecEnv
     from sb3_contrib.common.maskable.utils import get_action_masks
-
-    from training.vec_env import SB3VecEnv
 
     venv = SB3VecEnv(revolution_env.vector_env(8, players=3, opponents="random"))
     venv.seed(0)
@@ -342,7 +341,7 @@ def test_gymnasium_vector_wrappers_see_the_episodes() -> None:
 def test_opponents_asked_in_threads_play_the_same_games(monkeypatch) -> None:
     """Several agents decide in parallel threads (vector._agents_act); each draws from its own generator, so the
     games are those of one agent after the other."""
-    from revolution_env.batched import vector
+    from revolution_env.arena import vector
 
     def run(threads: int) -> list:
         monkeypatch.setattr(vector, "_threads", lambda: threads)
@@ -483,9 +482,8 @@ def test_token_mode_bad_actions_and_options() -> None:
 
 def test_maskable_ppo_learns_in_the_token_mode_on_the_sb3_adapter() -> None:
     sb3_contrib = pytest.importorskip("sb3_contrib")
+    from revolution_training.vec_env import SB3VecEnv
     from sb3_contrib.common.maskable.utils import get_action_masks
-
-    from training.vec_env import SB3VecEnv
 
     venv = SB3VecEnv(revolution_env.vector_env(8, players=3, opponents="random", action_mode="tokens"))
     venv.seed(0)
@@ -519,8 +517,8 @@ def test_the_benchmark_trains_the_default_config_and_its_random_league(monkeypat
     random, and all on one thread; each with its rate while it trains and the rest of the run apart."""
     import importlib.util
 
-    from training import train as T
-    from training.config import load_config
+    from revolution_training import train as T
+    from revolution_training.config import load_config
 
     path = Path(__file__).resolve().parent.parent / "scripts" / "benchmark.py"
     spec = importlib.util.spec_from_file_location("benchmark", path)

@@ -282,7 +282,7 @@ def test_the_traced_game_is_the_engines_game() -> None:
 def test_serve_without_the_web_extra_says_how_to_install(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     import importlib.util
 
-    from revolution_env.cli import main
+    from revolution_env.frontends.cli import main
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a))
@@ -292,7 +292,7 @@ def test_serve_without_the_web_extra_says_how_to_install(monkeypatch: pytest.Mon
 
 
 def test_serve_refuses_a_missing_folder_in_one_line(capsys) -> None:
-    from revolution_env.cli import main
+    from revolution_env.frontends.cli import main
 
     assert main(["serve", "--replays", "/no/such/folder"]) == 2
     assert "--replays" in capsys.readouterr().err

@@ -2,7 +2,7 @@
 sb3-contrib, tensorboard).
 
 ```
-revolution train --config configs/default.yaml            # or: python -m training train --config ...
+revolution train --config configs/default.yaml            # or: python -m revolution_training train --config ...
 revolution train --config configs/default.yaml --resume   # continue from the last save
 tensorboard --logdir runs/default/tb
 revolution eval --agents runs/default/best.pt value random   # a checkpoint is an agent spec

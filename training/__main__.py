@@ -1,7 +1,7 @@
-"""``python -m training train --config configs/default.yaml``."""
+"""``python -m revolution_training train --config configs/default.yaml``."""
 
 import sys
 
-from .cli import main
+from revolution_training.cli import main
 
 sys.exit(main())

@@ -13,7 +13,6 @@ from typing import IO, Any
 
 import torch
 
-from revolution_env import files
 from revolution_env.agents.checkpoint import (
     FORMAT,
     FORMAT_VERSION,
@@ -25,6 +24,7 @@ from revolution_env.agents.checkpoint import (
     read_checkpoint,
     rule_options,
 )
+from revolution_env.common import files
 
 __all__ = [
     "FORMAT",

@@ -1,4 +1,4 @@
-"""``revolution train``: self-play training from a YAML config (also ``python -m training train``)."""
+"""``revolution train``: self-play training from a YAML config (also ``python -m revolution_training train``)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import signal
 import sys
 from typing import Any
 
-from revolution_env.cli_options import OneLineParser, non_negative_int, positive_int, run_command
-from revolution_env.workers import exit_status
+from revolution_training.config import load_config
 
-from .config import load_config
+from revolution_env.common.workers import exit_status
+from revolution_env.frontends.options import OneLineParser, non_negative_int, positive_int, run_command
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -36,7 +36,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def cmd_train(args: argparse.Namespace) -> int:
     try:
-        from .train import WorkerDied, train  # torch and SB3 load only when training
+        from revolution_training.train import WorkerDied, train  # torch and SB3 load only when training
     except ModuleNotFoundError as exc:
         print(
             f"error: training needs the `train` extra ({exc.name} is missing): pip install -e '.[train]'",
@@ -60,7 +60,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:  # a second Ctrl-C, or a signal before training started
-        from .train import read_state
+        from revolution_training.train import read_state
 
         out = args.out or (config.out if config is not None else None)
         try:
@@ -83,7 +83,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register the ``exploit`` subcommand (approximate exploitability, ``training.exploit``)."""
+    """Register the ``exploit`` subcommand (approximate exploitability, ``revolution_training.exploit``)."""
     p = subparsers.add_parser(
         "exploit",
         help="train a best response against a frozen agent: its win rate is the agent's approximate exploitability",
@@ -113,7 +113,7 @@ def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def cmd_exploit(args: argparse.Namespace) -> int:
     try:
-        from .train import train_best_response
+        from revolution_training.train import train_best_response
     except ModuleNotFoundError as exc:
         print(f"error: exploit needs the `train` extra ({exc.name} is missing): pip install -e '.[train]'",
               file=sys.stderr)  # fmt: skip
@@ -142,7 +142,7 @@ def cmd_exploit(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog="python -m training", description="Self-play training for Revolution!")
+    parser = OneLineParser(prog="python -m revolution_training", description="Self-play training for Revolution!")
     sub = parser.add_subparsers(dest="command", required=True)
     add_parser(sub)
     add_exploit_parser(sub)

@@ -1,7 +1,7 @@
 """The training configuration: one dataclass, one docstring per field, read from YAML.
 
 ```python
-from training.config import load_config
+from revolution_training.config import load_config
 config = load_config("configs/default.yaml")   # unknown keys and bad values raise ValueError naming the key
 config.env_options()                          # the options every environment and agent of the run is built with
 ```
@@ -90,7 +90,7 @@ class TrainConfig:
     must match the run's, and so must ``net_arch`` and ``activation``; the step count starts again at 0."""
     pretrain_teacher: str | None = None
     """An agent spec (a heuristic's name, a checkpoint) the learner imitates before PPO starts, in a new run
-    (behaviour cloning, ``training.pretrain``); None: no imitation."""
+    (behaviour cloning, ``revolution_training.pretrain``); None: no imitation."""
     pretrain_steps: int = 50_000
     """Teacher decisions recorded for the imitation (whole games; from the learner's seat against ``heuristics``)."""
     pretrain_epochs: int = 10
@@ -126,7 +126,7 @@ class TrainConfig:
     opponents_deterministic: bool = False
     """Whether snapshot opponents take their most likely action (False: they sample, as the learner does)."""
     opponent_sampling: str = "uniform"
-    """How opponent seats are drawn (``training.league``): ``uniform`` (the ``p_*`` chances above) or ``pfsp``
+    """How opponent seats are drawn (``revolution_training.league``): ``uniform`` (the ``p_*`` chances above) or ``pfsp``
     (prioritized fictitious self-play: ``p_latest`` self-play, the rest over the whole league weighted towards the
     members the learner loses to)."""
     pfsp_weighting: str = "hard"
@@ -192,7 +192,7 @@ class TrainConfig:
 
     def update_threads(self) -> int:
         """Torch threads for PPO's updates (``torch_threads``, None decided)."""
-        from revolution_env.workers import usable_cores
+        from revolution_env.common.workers import usable_cores
 
         return self.torch_threads or usable_cores()
 

@@ -22,7 +22,7 @@ first. Until the first snapshot exists, every seat gets a heuristic. Snapshot op
 their masked policy (not argmax), so they are as varied as the learner that made them.
 
 **Exploiters** (``exploiter_every``, PFSP only): every so often the training pauses and trains a fresh best response
-to the learner as it is (``training.exploit``), which joins the league as ``exploiter_<step>.pt`` (the newest
+to the learner as it is (``revolution_training.exploit``), which joins the league as ``exploiter_<step>.pt`` (the newest
 ``max_exploiters`` are kept). PFSP weighs an exploiter like any member, so the learner meets most often the
 exploiters that still beat it: AlphaStar's main exploiters, which look for the main agent's weaknesses.
 
@@ -43,12 +43,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from revolution_training.checkpoint import atomic_write, atomic_write_json, save_checkpoint
+from revolution_training.policy import load_policy_agent
 
 from revolution_env.agents.base import Agent
 from revolution_env.agents.loading import load_agent
-
-from .checkpoint import atomic_write, atomic_write_json, save_checkpoint
-from .policy import load_policy_agent
 
 LEAGUE_FILE = "league.json"
 LEAGUE_FORMAT = "revolution-league"
@@ -331,7 +330,7 @@ def plot_matrix(history: Sequence[Mapping[str, Any]], path: str | Path) -> Path 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from revolution_env.files import atomic_write
+    from revolution_env.common.files import atomic_write
 
     names = sorted({n for h in rows for n in h["win_rates"]}, key=lambda n: (n.startswith("snapshot"), n))
     grid = np.array([[h["win_rates"].get(n, np.nan) for n in names] for h in rows], dtype=float)

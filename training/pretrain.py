@@ -26,15 +26,14 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from revolution_training.config import TrainConfig
+from revolution_training.league import LeagueReader
+from revolution_training.selfplay import make_selfplay_env
 
 from revolution_env import Decision
 from revolution_env.agents.base import act_batch
 from revolution_env.agents.loading import load_agent
-from revolution_env.workers import worker_pool
-
-from .config import TrainConfig
-from .league import LeagueReader
-from .selfplay import make_selfplay_env
+from revolution_env.common.workers import worker_pool
 
 
 @dataclass

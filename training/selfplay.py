@@ -1,7 +1,7 @@
 """Self-play as a single-agent Gymnasium environment: ``revolution_env.gym_env`` with the league as opponents.
 
 Each game the learner takes a seat drawn at random and every other seat gets an opponent drawn from the league
-(:mod:`training.league`). One ``step`` is one decision of the learner's (the scalar backend of ``revolution
+(:mod:`revolution_training.league`). One ``step`` is one decision of the learner's (the scalar backend of ``revolution
 train``, used for the first edition; the batched engine's vector env does the same for many games at once).
 
 | space       | value                                                                                    |
@@ -22,10 +22,9 @@ from typing import Any
 
 import gymnasium
 import numpy as np
+from revolution_training.league import LeagueReader
 
-from revolution_env.agents.single import SingleAgentEnv
-
-from .league import LeagueReader
+from revolution_env.arena.single import SingleAgentEnv
 
 
 class SelfPlayEnv(SingleAgentEnv):

@@ -1,8 +1,8 @@
 """Self-play training with MaskablePPO: the whole loop, top to bottom.
 
 ```python
-from training.config import load_config
-from training.train import train
+from revolution_training.config import load_config
+from revolution_training.train import train
 train(load_config("configs/default.yaml"), out="runs/default")            # or resume=True to continue
 ```
 
@@ -14,7 +14,7 @@ train(load_config("configs/default.yaml"), out="runs/default")            # or r
 | `config.yaml`               | the config the run was started with                                          |
 | `saves/model_<step>.zip`    | SB3's model with its optimizer (what ``--resume`` continues from)            |
 | `latest.pt`, `best.pt`      | policy checkpoints (``revolution eval`` takes them): the last save, the best evaluation |
-| `league/`                   | the league: `league.json`, `snapshot_<step>.pt`, `exploiter_<step>.pt` (``training.league``) |
+| `league/`                   | the league: `league.json`, `snapshot_<step>.pt`, `exploiter_<step>.pt` (``revolution_training.league``) |
 | `exploiters/<step>/`        | each exploiter's training run (``exploiter_every``): `target.pt`, the learner it exploits, and `run/` |
 | `league.png`                | the league's win-rate matrix: the learner against each opponent, per snapshot |
 | `tb/`                       | TensorBoard logs (``tensorboard --logdir <out>/tb``)                         |
@@ -43,6 +43,23 @@ from typing import Any
 
 import numpy as np
 import torch
+from revolution_training.checkpoint import (
+    action_mode,
+    atomic_write,
+    atomic_write_json,
+    check_compatible,
+    make_checkpoint,
+    read_checkpoint,
+    save_checkpoint,
+)
+from revolution_training.config import TrainConfig, dump_config, from_dict
+from revolution_training.distributions import MaskableMultiDiscretePolicy
+from revolution_training.exploit import ExploitResult, exploit_config, measure
+from revolution_training.league import League, LeagueReader, plot_matrix
+from revolution_training.policy import actor_layers, policy_from_sb3
+from revolution_training.pretrain import clone, collect
+from revolution_training.selfplay import make_selfplay_env
+from revolution_training.vec_env import SB3VecEnv
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
@@ -52,31 +69,13 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 from revolution_env.agents.loading import SAMPLING, checkpoint_path
 from revolution_env.agents.mixture import PREFIX as MIXTURE
 from revolution_env.agents.mixture import is_mixture
-from revolution_env.workers import (
+from revolution_env.common.workers import (
     Terminated,
     ignore_stop_signals,
     kill_workers,
     start_workers,
     stop_signals_blocked,
 )
-
-from .checkpoint import (
-    action_mode,
-    atomic_write,
-    atomic_write_json,
-    check_compatible,
-    make_checkpoint,
-    read_checkpoint,
-    save_checkpoint,
-)
-from .config import TrainConfig, dump_config, from_dict
-from .distributions import MaskableMultiDiscretePolicy
-from .exploit import ExploitResult, exploit_config, measure
-from .league import League, LeagueReader, plot_matrix
-from .policy import actor_layers, policy_from_sb3
-from .pretrain import clone, collect
-from .selfplay import make_selfplay_env
-from .vec_env import SB3VecEnv
 
 STATE_FILE = "state.json"
 CONFIG_FILE = "config.yaml"
@@ -301,7 +300,7 @@ def _origin(config: TrainConfig, step: int, wall_time: float, origin: dict[str, 
 
 
 def imitate(model: MaskablePPO, config: TrainConfig) -> float:
-    """Behaviour cloning of ``pretrain_teacher`` before PPO (``training.pretrain``); returns the seconds spent."""
+    """Behaviour cloning of ``pretrain_teacher`` before PPO (``revolution_training.pretrain``); returns the seconds spent."""
     start = time.time()
     print(f"imitating {config.pretrain_teacher}: recording {config.pretrain_steps:,} of its decisions ...", flush=True)
     demos = collect(config, config.pretrain_steps, config.seed)
@@ -444,7 +443,7 @@ class SelfPlayCallback(BaseCallback):
         )
 
     def train_exploiter(self) -> None:
-        """A fresh best response to the learner as it is now (``training.exploit``), added to the league. An
+        """A fresh best response to the learner as it is now (``revolution_training.exploit``), added to the league. An
         exploiter stopped by Ctrl-C or SIGTERM is dropped and the run stops (it saves first); the next one is
         trained at the next multiple of ``exploiter_every``."""
         step, config = self.model.num_timesteps, self.config
@@ -673,7 +672,7 @@ def train_best_response(
     **changes: Any,
 ) -> ExploitResult:
     """``revolution exploit``: train a best response to ``target`` for ``steps`` learner steps (in ``out``; an
-    existing run there is resumed), then measure it (``training.exploit`` documents the method and its limits).
+    existing run there is resumed), then measure it (``revolution_training.exploit`` documents the method and its limits).
     An interrupted run has saved: the same call continues it."""
     config = exploit_config(target, players, steps, seed, eval_games, **changes)
     if out is None:  # runs/exploit/<stem>, <stem>-sample for a sampling checkpoint (PATH:sample), mix-... for a mixture

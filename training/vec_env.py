@@ -17,13 +17,13 @@ import gymnasium
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
-from revolution_env.batched.vector import RevolutionVectorEnv
+from revolution_env.arena.vector import RevolutionVectorEnv
 
 
 class SB3VecEnv(VecEnv):
     """A :class:`RevolutionVectorEnv` (without ``mask_in_obs``) seen as an SB3 ``VecEnv``.
 
-    ``scale=True`` (the default) divides observations by the layout's ``scale``, as :class:`training.selfplay.SelfPlayEnv`
+    ``scale=True`` (the default) divides observations by the layout's ``scale``, as :class:`revolution_training.selfplay.SelfPlayEnv`
     feeds PPO and as a saved policy reads them (``revolution_env.agents.checkpoint.PolicyAgent``)."""
 
     def __init__(self, venv: RevolutionVectorEnv, scale: bool = True) -> None:

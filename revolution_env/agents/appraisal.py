@@ -19,8 +19,8 @@ from math import factorial
 
 import numpy as np
 
-from ..env.observation import ObservationView
-from .base import Agent
+from revolution_env.agents.base import Agent
+from revolution_env.env.observation import ObservationView
 
 FORCE, BLACKMAIL, GOLD = 0, 1, 2
 BONUS = 10  # Area Control Bonus (RULES.md §5)

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.game import Decision
-from ..env.core import Core, EnvConfig
-from ..env.encoding import Codec
-from ..env.observation import ObservationLayout, ObservationView
-from ..env.spaces import MaskedMultiDiscrete
+from revolution_env.engine.game import Decision
+from revolution_env.env.core import Core, EnvConfig
+from revolution_env.env.encoding import Codec
+from revolution_env.env.observation import ObservationLayout, ObservationView
+from revolution_env.env.spaces import MaskedMultiDiscrete
 
 
 class Agent:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .compiled import build
-from .heuristics import ValueBot
+from revolution_env.agents.compiled import build
+from revolution_env.agents.heuristics import ValueBot
 
 
 def main(argv: list[str]) -> int:

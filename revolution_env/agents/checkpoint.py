@@ -40,12 +40,12 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.game import Decision, Rules
-from ..env.core import ENV_NAME, ENV_OPTIONS, EnvConfig
-from ..env.observation import ObservationLayout
-from ..env.spaces import equal_width_runs
-from ..env.tokens import ACTION_MODES, TokenCodec
-from .base import Agent
+from revolution_env.agents.base import Agent
+from revolution_env.engine.game import Decision, Rules
+from revolution_env.env.core import ENV_NAME, ENV_OPTIONS, EnvConfig
+from revolution_env.env.observation import ObservationLayout
+from revolution_env.env.spaces import equal_width_runs
+from revolution_env.env.tokens import ACTION_MODES, TokenCodec
 
 FORMAT = "revolution-policy"
 FORMAT_VERSION = 1
@@ -72,7 +72,7 @@ def rule_options(env_options: Mapping[str, Any]) -> dict[str, Any]:
 def layout_hash(env_options: Mapping[str, Any]) -> str:
     """sha256 of the observation layout's feature table (name, start, shape, scale) and the action ``nvec`` (with
     ``action_mode="tokens"`` among the options: the token mode's layout and ``n``)."""
-    from ..env import observation_layout
+    from revolution_env.env import observation_layout
 
     layout: ObservationLayout = observation_layout(**{k: v for k, v in env_options.items() if k != "render_mode"})
     table: dict[str, Any] = {

@@ -4,7 +4,7 @@
 ``value`` makes some two thousand NumPy calls of a few microseconds each (about 1.3 ms a decision; compiled, a
 bid takes 0.15 to 0.25 ms, most of it drawing the opponents' likely bids, a Spy or Apothecary choice 5 to 30 us).
 This module is the same computation as
-loops that Numba compiles (:mod:`revolution_env.compiled`): one function per method of the reference, in the same
+loops that Numba compiles (:mod:`revolution_env.common.jit`): one function per method of the reference, in the same
 order, drawing the same random numbers from the bot's own ``numpy.random.Generator`` (Numba reads and advances
 its state), so that for the same observation and the same generator state both give the same action and leave
 the generator in the same state. ``tests/test_compiled_bots.py`` holds them to it over thousands of decisions of
@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from ..compiled import COMPILED, jit
-from .appraisal import BONUS, MIN_ROUNDS, area_points  # noqa: F401  (BONUS: in area_points, precomputed below)
+from revolution_env.agents.appraisal import BONUS, MIN_ROUNDS, area_points  # noqa: F401  (BONUS: in area_points, precomputed below)
+from revolution_env.common.jit import COMPILED, jit
 
 K_NONE, K_BID, K_GUY, K_SPY, K_APO1, K_APO2, K_REMOVE = range(7)  # Decision values
 FORCE, BLACKMAIL, GOLD = 0, 1, 2

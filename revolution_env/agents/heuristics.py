@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ..compiled import COMPILED
-from ..engine.game import Decision, guy_beats
-from ..env.observation import ObservationView
-from .appraisal import BLACKMAIL, FORCE, GOLD, Judgement, Position, Tables, dot3
-from .base import Agent
+from revolution_env.agents.appraisal import BLACKMAIL, FORCE, GOLD, Judgement, Position, Tables, dot3
+from revolution_env.agents.base import Agent
+from revolution_env.common.jit import COMPILED
+from revolution_env.engine.game import Decision, guy_beats
+from revolution_env.env.observation import ObservationView
 
 SPAN = 1 << 20  # larger than any bid's key (RULES.md §3 order as one integer)
 MAX_GUY_BIDS = 6  # D12
@@ -50,7 +50,7 @@ class HeuristicBot(Agent):
     @property
     def _compiled_tables(self) -> tuple:
         if self._tables is None:
-            from .compiled import tables
+            from revolution_env.agents.compiled import tables
 
             self._tables = tables(self)
         return self._tables
@@ -58,13 +58,13 @@ class HeuristicBot(Agent):
     def _compiled_ready(self) -> bool:
         if not self.compiled:
             return False
-        from .compiled import ready
+        from revolution_env.agents.compiled import ready
 
         return ready(self)
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
         if self._compiled_ready():
-            from .compiled import decide
+            from revolution_env.agents.compiled import decide
 
             actions, fallbacks = decide(self, observation["observation"][None], observation["action_mask"][None])
             self.fallbacks += fallbacks
@@ -75,7 +75,7 @@ class HeuristicBot(Agent):
         """Actions (n, D) for the rows of ``observations`` (n, size) and ``masks`` (n, sum(nvec)): the same as
         ``act`` on each row in turn (the vector env plays a heuristic opponent of many games this way)."""
         if self._compiled_ready():
-            from .compiled import decide
+            from revolution_env.agents.compiled import decide
 
             actions, fallbacks = decide(self, observations, masks)
             self.fallbacks += fallbacks

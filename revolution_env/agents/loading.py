@@ -14,9 +14,9 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .base import Agent, RandomAgent
-from .mixture import PREFIX as MIXTURE
-from .mixture import is_mixture, load_mixture, parse_mixture, rename_components
+from revolution_env.agents.base import Agent, RandomAgent
+from revolution_env.agents.mixture import PREFIX as MIXTURE
+from revolution_env.agents.mixture import is_mixture, load_mixture, parse_mixture, rename_components
 
 CHECKPOINT_SUFFIXES = (".zip", ".pt")
 SAMPLING = ":sample"  # after a checkpoint's path: the policy samples its actions instead of taking the argmax
@@ -90,7 +90,7 @@ def spec_problem(spec: Any) -> str | None:
 def load_checkpoint_agent(spec: str, **env_options: Any) -> Agent:
     """A trained policy as an agent (:func:`.checkpoint.load_policy_agent`), sampling if the spec ends with
     ``:sample``."""
-    from .checkpoint import load_policy_agent
+    from revolution_env.agents.checkpoint import load_policy_agent
 
     return load_policy_agent(checkpoint_path(spec), deterministic=not spec.endswith(SAMPLING), **env_options)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Agent, act_batch
+from revolution_env.agents.base import Agent, act_batch
 
 PREFIX = "mix:"
 WEIGHT = "@"

@@ -1,7 +1,7 @@
 """The rules engine of Revolution!: component data, the game, scenarios. No RL library is imported here."""
 
-from .components import TOKEN_TYPES, BoardError, Components, load_components, parse_components
-from .game import (
+from revolution_env.engine.components import TOKEN_TYPES, BoardError, Components, load_components, parse_components
+from revolution_env.engine.game import (
     APOTHECARY_FIRST,
     APOTHECARY_SECOND,
     BEAT,
@@ -19,8 +19,8 @@ from .game import (
     RulesError,
     make_layout,
 )
-from .random_play import play_random, random_bids, random_choice, random_game
-from .scenario import ScenarioError, dumps_state, export_game, run_scenario, state_dict
+from revolution_env.engine.random_play import play_random, random_bids, random_choice, random_game
+from revolution_env.engine.scenario import ScenarioError, dumps_state, export_game, run_scenario, state_dict
 
 __all__ = [
     "APOTHECARY_FIRST",

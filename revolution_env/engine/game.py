@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .components import BLACKMAIL, FORCE, GOLD, TOKEN_TYPES, Character, Components, load_components
+from revolution_env.engine.components import BLACKMAIL, FORCE, GOLD, TOKEN_TYPES, Character, Components, load_components
 
 BIDDING, SCHEMING, RESOLUTION, OVER = "bidding", "scheming", "resolution", "over"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .game import BID, GUY, Game, Rules
+from revolution_env.engine.game import BID, GUY, Game, Rules
 
 
 def random_bids(game: Game, rng: np.random.Generator) -> np.ndarray:

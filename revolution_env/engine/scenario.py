@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .components import TOKEN_TYPES, BoardError
-from .game import (
+from revolution_env.engine.components import TOKEN_TYPES, BoardError
+from revolution_env.engine.game import (
     APOTHECARY_FIRST,
     APOTHECARY_SECOND,
     BEAT,

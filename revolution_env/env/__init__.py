@@ -106,12 +106,12 @@ from typing import Any
 
 import numpy as np
 
-from .aec import TerminateIllegalWrapper, env, raw_env
-from .core import ENV_NAME, EnvConfig
-from .encoding import IllegalActionError
-from .observation import ObservationLayout, ObservationView
-from .parallel import parallel_env
-from .spaces import MaskedMultiDiscrete, flat_mask, split_mask
+from revolution_env.env.aec import TerminateIllegalWrapper, env, raw_env
+from revolution_env.env.core import ENV_NAME, EnvConfig
+from revolution_env.env.encoding import IllegalActionError
+from revolution_env.env.observation import ObservationLayout, ObservationView
+from revolution_env.env.parallel import parallel_env
+from revolution_env.env.spaces import MaskedMultiDiscrete, flat_mask, split_mask
 
 # `revolution_env.env` is also the name of this package's AEC constructor: give it the documentation page, so
 # that `help(revolution_env.env)` shows it.
@@ -133,7 +133,7 @@ def _core(environment: Any):
 
 def observation_layout(**options: Any) -> ObservationLayout:
     """The observation layout for these options (``.describe()``, ``.decode(vector)``, ``.scale``)."""
-    from .core import Core
+    from revolution_env.env.core import Core
 
     return Core(EnvConfig.from_options(options)).obs_layout
 

@@ -9,9 +9,9 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
 
-from ..engine.game import OVER, check_seed
-from .core import ENV_NAME, ILLEGAL_REWARD, RENDER_MODES, Core, CoreAccess, EnvConfig
-from .encoding import IllegalActionError
+from revolution_env.engine.game import OVER, check_seed
+from revolution_env.env.core import ENV_NAME, ILLEGAL_REWARD, RENDER_MODES, Core, CoreAccess, EnvConfig
+from revolution_env.env.encoding import IllegalActionError
 
 
 class raw_env(CoreAccess, AECEnv):

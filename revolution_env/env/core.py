@@ -10,12 +10,12 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from ..engine.components import BoardError
-from ..engine.game import BID, Decision, Game, Rules, RulesError, check_seed, make_layout
-from .encoding import NONE, Codec
-from .observation import ObservationLayout
-from .spaces import MaskedMultiDiscrete
-from .tokens import TokenCodec, check_action_mode
+from revolution_env.engine.components import BoardError
+from revolution_env.engine.game import BID, Decision, Game, Rules, RulesError, check_seed, make_layout
+from revolution_env.env.encoding import NONE, Codec
+from revolution_env.env.observation import ObservationLayout
+from revolution_env.env.spaces import MaskedMultiDiscrete
+from revolution_env.env.tokens import TokenCodec, check_action_mode
 
 ENV_NAME = "revolution_v2"
 REWARDS = ("win_loss", "margin")
@@ -271,7 +271,7 @@ class CoreAccess:
 
     def state_dict(self) -> dict[str, Any]:
         """The whole game state as canonical JSON (SCENARIOS.md); includes hidden information."""
-        from ..engine.scenario import state_dict
+        from revolution_env.engine.scenario import state_dict
 
         return state_dict(self.core.game)
 
@@ -279,7 +279,7 @@ class CoreAccess:
         if self.render_mode is None:
             gymnasium.logger.warn("You are calling render method without specifying any render mode.")
             return None
-        from .render import render_frame
+        from revolution_env.env.render import render_frame
 
         return render_frame(self.core, self.render_mode)
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.components import TOKEN_TYPES
-from ..engine.game import BID, GUY, Decision, Game, IllegalAction, Layout
+from revolution_env.engine.components import TOKEN_TYPES
+from revolution_env.engine.game import BID, GUY, Decision, Game, IllegalAction, Layout
 
 NONE = Decision.NONE
 KINDS = tuple(Decision)  # NONE, BID, GUY, SPY, APOTHECARY_FIRST, APOTHECARY_SECOND, REMOVE: value = index

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engine.game import BIDDING, OVER, RESOLUTION, SCHEMING, Decision, Game
-from .encoding import KINDS, Codec
+from revolution_env.engine.game import BIDDING, OVER, RESOLUTION, SCHEMING, Decision, Game
+from revolution_env.env.encoding import KINDS, Codec
 
 PHASES = (BIDDING, SCHEMING, RESOLUTION, OVER)
 PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}

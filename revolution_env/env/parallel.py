@@ -10,9 +10,9 @@ import numpy as np
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.env_logger import EnvLogger
 
-from ..engine.game import OVER, check_seed
-from .core import ENV_NAME, ILLEGAL_REWARD, RENDER_MODES, Core, CoreAccess, EnvConfig
-from .encoding import NONE, IllegalActionError
+from revolution_env.engine.game import OVER, check_seed
+from revolution_env.env.core import ENV_NAME, ILLEGAL_REWARD, RENDER_MODES, Core, CoreAccess, EnvConfig
+from revolution_env.env.encoding import NONE, IllegalActionError
 
 
 class parallel_env(CoreAccess, ParallelEnv):

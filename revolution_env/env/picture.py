@@ -23,8 +23,8 @@ from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyBboxPatch, Patch, Rectangle
 
-from ..engine.components import Character, Components
-from ..engine.game import (
+from revolution_env.engine.components import Character, Components
+from revolution_env.engine.game import (
     APOTHECARY_FIRST,
     APOTHECARY_SECOND,
     BID,
@@ -37,7 +37,7 @@ from ..engine.game import (
     Rules,
     make_layout,
 )
-from .text import layout_seat_names
+from revolution_env.env.text import layout_seat_names
 
 WIDTH, HEIGHT, DPI = 1280, 800, 100
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .text import render as render_text
+from revolution_env.env.text import render as render_text
 
 
 def render_frame(core: Any, mode: str) -> Any:
@@ -23,6 +23,6 @@ def render_frame(core: Any, mode: str) -> Any:
 
 def render_rgb(game: Any) -> np.ndarray:
     """The town board with cubes per seat, the support track and the round's bids, as an (H, W, 3) uint8 array."""
-    from .picture import draw
+    from revolution_env.env.picture import draw
 
     return draw(game)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..engine.components import TOKEN_TYPES
-from ..engine.game import OVER, Game, Layout
+from revolution_env.engine.components import TOKEN_TYPES
+from revolution_env.engine.game import OVER, Game, Layout
 
 TOKEN_LETTERS = ("F", "B", "G")
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.components import TOKEN_TYPES
-from ..engine.game import BID, Decision, Game
-from .encoding import Codec, IllegalActionError
+from revolution_env.engine.components import TOKEN_TYPES
+from revolution_env.engine.game import BID, Decision, Game
+from revolution_env.env.encoding import Codec, IllegalActionError
 
 NONE = Decision.NONE
 ACTION_MODES = ("bid", "tokens")

@@ -11,10 +11,18 @@ Every game's seed comes from (seed, game index), games are gathered in game orde
 seeds derived from the game's: an evaluation depends on its seed alone, not on the number of workers.
 """
 
-from ..agents.runner import GameResult, IllegalMoveError, play_game
-from .report import print_table, write_all
-from .runner import Evaluation, evaluate_gauntlet, evaluate_lineup, evaluate_pool, game_seed, name_agents, seat_orders
-from .stats import AgentStats, aggregate, head_to_head, wilson_interval
+from revolution_env.arena.runner import GameResult, IllegalMoveError, play_game
+from revolution_env.evaluation.report import print_table, write_all
+from revolution_env.evaluation.runner import (
+    Evaluation,
+    evaluate_gauntlet,
+    evaluate_lineup,
+    evaluate_pool,
+    game_seed,
+    name_agents,
+    seat_orders,
+)
+from revolution_env.evaluation.stats import AgentStats, aggregate, head_to_head, wilson_interval
 
 __all__ = [
     "AgentStats",

@@ -11,9 +11,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..files import atomic_write as write_atomic
-from .runner import Evaluation
-from .stats import RATING_ORDERS
+from revolution_env.common.files import atomic_write as write_atomic
+from revolution_env.evaluation.runner import Evaluation
+from revolution_env.evaluation.stats import RATING_ORDERS
 
 RESULTS = "results.json"
 GAMES = "games.jsonl"
@@ -148,7 +148,7 @@ def _markdown_table(header: list[str], rows: list[tuple[str, ...]] | list[list[s
 
 def markdown(evaluation: Evaluation, command: str | None = None, plots: list[str] | None = None) -> str:
     """report.md: the table first, then the head-to-head matrix, what the games were like, the command."""
-    from .stats import summary
+    from revolution_env.evaluation.stats import summary
 
     config = evaluation.config()
     s = summary(evaluation.results)

@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from ..agents.base import Agent
-from ..agents.loading import checkpoint_path, display_name, load_agent
-from ..agents.mixture import is_mixture, parse_mixture
-from ..agents.runner import GameResult, play_game
-from ..workers import worker_pool
-from .stats import AgentStats, aggregate, head_to_head, summary, wilson_interval
+from revolution_env.agents.base import Agent
+from revolution_env.agents.loading import checkpoint_path, display_name, load_agent
+from revolution_env.agents.mixture import is_mixture, parse_mixture
+from revolution_env.arena.runner import GameResult, play_game
+from revolution_env.common.workers import worker_pool
+from revolution_env.evaluation.stats import AgentStats, aggregate, head_to_head, summary, wilson_interval
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ MAX_CHUNK = 256  # games played side by side on the batched engine
 def _play_chunk(tasks: Sequence[GameTask], env_options: Mapping[str, Any]) -> list[GameResult]:
     """Some tasks' games: side by side on the batched engine where every agent and the variant allow it
     (:mod:`.batched`), else one by one; the same results either way."""
-    from .batched import can_batch, play_batched
+    from revolution_env.arena.batched import can_batch, play_batched
 
     agents = {(n, s): _agent(n, s, env_options) for t in tasks for n, s in zip(t.names, t.specs)}
     if len(tasks) > 1 and can_batch(list(agents.values()), env_options):

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agents.runner import GameResult
+from revolution_env.arena.runner import GameResult
 
 Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal
 

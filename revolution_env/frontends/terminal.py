@@ -24,16 +24,22 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..agents.loading import load_agent
-from ..agents.runner import GameRunner, IllegalMoveError
-from ..cli_options import OneLineParser, add_rule_options, non_negative_int, rules_from_args, run_command
-from ..engine.components import TOKEN_TYPES
-from ..engine.game import APOTHECARY_FIRST, APOTHECARY_SECOND, BID, GUY, REMOVE, SPY, Game, Layout
-from ..env import describe_action
-from ..env.core import EnvConfig
-from ..env.encoding import IllegalActionError
-from ..env.text import gains_text, render, seat_names, tokens_text
-from ..workers import exit_status
+from revolution_env.agents.loading import load_agent
+from revolution_env.arena.runner import GameRunner, IllegalMoveError
+from revolution_env.common.workers import exit_status
+from revolution_env.engine.components import TOKEN_TYPES
+from revolution_env.engine.game import APOTHECARY_FIRST, APOTHECARY_SECOND, BID, GUY, REMOVE, SPY, Game, Layout
+from revolution_env.env import describe_action
+from revolution_env.env.core import EnvConfig
+from revolution_env.env.encoding import IllegalActionError
+from revolution_env.env.text import gains_text, render, seat_names, tokens_text
+from revolution_env.frontends.options import (
+    OneLineParser,
+    add_rule_options,
+    non_negative_int,
+    rules_from_args,
+    run_command,
+)
 
 Reader = Callable[[str], str]
 
@@ -526,7 +532,7 @@ def cmd_play(args: argparse.Namespace) -> int:
     options = rules_from_args(args).to_dict()
     try:
         result = play_game(options, args.seat, args.opponents, args.seed, read=_stdin_line)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (revolution_env.workers)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (revolution_env.common.workers)
         print("\ninterrupted: the game stops.")
         return exit_status(exc)
     return 1 if result.ended in ("end of input", "illegal move") else 0

@@ -47,8 +47,8 @@ import torch
 from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
 from ray.rllib.core.columns import Columns
 
-from ..agents.base import Agent
-from .torch import MASKED
+from revolution_env.agents.base import Agent
+from revolution_env.interop.torch import MASKED
 
 OBSERVATION, MASK = "observation", "action_mask"
 

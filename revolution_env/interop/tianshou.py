@@ -64,7 +64,7 @@ from tianshou.data import Batch, ReplayBuffer
 from tianshou.env.pettingzoo_env import PettingZooEnv
 from torch.nn import ModuleList
 
-from .torch import MASKED
+from revolution_env.interop.torch import MASKED
 
 
 def _observation(obs: Any, scale: torch.Tensor | None) -> torch.Tensor:

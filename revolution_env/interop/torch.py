@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import torch
 from torch.distributions import Categorical, Distribution
 
-from ..env.spaces import equal_width_runs
+from revolution_env.env.spaces import equal_width_runs
 
 MASKED = -1e8
 
@@ -39,7 +39,7 @@ class MaskedRuns:
     """Masked softmaxes over the dimensions of ``MultiDiscrete(nvec)``, computed per run of dimensions of one width
     (``revolution_env.env.spaces.equal_width_runs``: views of the flat logits and masks, no padding) with a fused
     ``log_softmax``. The common core of :class:`MaskedMultiCategorical` and of training's MaskablePPO
-    distribution (``training.distributions``).
+    distribution (``revolution_training.distributions``).
 
     The log-probabilities of a run are held as ``(..., width, dimensions)`` (the transpose of :meth:`split`'s
     views), and every reduction runs over the width, axis -2: torch's CPU ``log_softmax`` over a narrow last axis

@@ -39,16 +39,16 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import torch
+from revolution_training.distributions import MaskableMultiDiscretePolicy
+from revolution_training.league import LeagueReader
+from revolution_training.policy import actor_layers
+from revolution_training.vec_env import SB3VecEnv
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecMonitor
 
 from revolution_env import vector_env
 from revolution_env.agents.checkpoint import read_checkpoint
-from training.distributions import MaskableMultiDiscretePolicy
-from training.league import LeagueReader
-from training.policy import actor_layers
-from training.vec_env import SB3VecEnv
 
 NAMES = ["value", "bargain", "area"]
 LEAGUE = ["value", "value", "value", "bargain", "bargain", "area"]  # configs/two_players_stage5.yaml's draw

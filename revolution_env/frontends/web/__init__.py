@@ -6,6 +6,6 @@ folders, ``sessions`` the games being played. Starlette and uvicorn come with th
 (``pip install -e '.[web]'``); only ``cli`` is imported without them.
 """
 
-from .cli import add_parser
+from revolution_env.frontends.web.cli import add_parser
 
 __all__ = ["add_parser"]

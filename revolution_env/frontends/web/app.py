@@ -32,10 +32,10 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ... import __version__
-from ...agents.loading import load_agent as default_load_agent
-from .replays import ReplayError, ReplayLibrary
-from .sessions import BUILT_IN, GameRequestError, Sessions
+from revolution_env import __version__
+from revolution_env.agents.loading import load_agent as default_load_agent
+from revolution_env.frontends.web.replays import ReplayError, ReplayLibrary
+from revolution_env.frontends.web.sessions import BUILT_IN, GameRequestError, Sessions
 
 STATIC = Path(__file__).parent / "static"
 SAVE_FOLDER = "saved-games"

@@ -38,7 +38,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def check_agents(specs: list[str]) -> None:
-    from ...agents.loading import spec_problem
+    from revolution_env.agents.loading import spec_problem
 
     for spec in specs:
         if problem := spec_problem(spec):
@@ -51,7 +51,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     import uvicorn
 
-    from .app import create_app
+    from revolution_env.frontends.web.app import create_app
 
     if not 0 < args.port < 65536:
         print(f"error: --port: expected 1 to 65535, got {args.port}", file=sys.stderr)

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ...agents.loading import display_name
-from ...engine.scenario import ScenarioError, export_game, state_dict
-from .trace import replay_scenario
+from revolution_env.agents.loading import display_name
+from revolution_env.engine.scenario import ScenarioError, export_game, state_dict
+from revolution_env.frontends.web.trace import replay_scenario
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 SUFFIXES = (".json", ".jsonl")
@@ -287,7 +287,7 @@ class ReplayLibrary:
     def _replay_eval(self, entry: Entry, index: int) -> dict[str, Any]:
         """An evaluation game: its recorded scenario (``revolution eval`` records every game), or for a file
         written before that, the game played again with the same agents, options and seeds."""
-        from ...agents.runner import GameRunner, IllegalMoveError
+        from revolution_env.arena.runner import GameRunner, IllegalMoveError
 
         item = entry.items[index]
         names = list(item["agents"])

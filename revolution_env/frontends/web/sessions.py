@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from ...agents.loading import display_name
-from ...engine.components import TOKEN_TYPES
-from ...engine.game import BID, GUY, Decision
-from ...engine.scenario import export_game
-from ...env import describe_action, raw_env
-from ...env.encoding import IllegalActionError
-from .trace import TracedGame, describe_layout, snapshot
+from revolution_env.agents.loading import display_name
+from revolution_env.engine.components import TOKEN_TYPES
+from revolution_env.engine.game import BID, GUY, Decision
+from revolution_env.engine.scenario import export_game
+from revolution_env.env import describe_action, raw_env
+from revolution_env.env.encoding import IllegalActionError
+from revolution_env.frontends.web.trace import TracedGame, describe_layout, snapshot
 
 BUILT_IN = ("random", "value", "bargain", "area")
 RULE_OPTIONS = ("players", "bid_refunds", "area_control_bonus", "first_edition", "max_rounds")

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...engine.components import TOKEN_TYPES
-from ...engine.game import APOTHECARY_FIRST, APOTHECARY_SECOND, GUY, REMOVE, SPY, Game, Layout
-from ...engine.scenario import new_game, play_round, state_dict
-from ...env.text import gains_text, layout_seat_names
+from revolution_env.engine.components import TOKEN_TYPES
+from revolution_env.engine.game import APOTHECARY_FIRST, APOTHECARY_SECOND, GUY, REMOVE, SPY, Game, Layout
+from revolution_env.engine.scenario import new_game, play_round, state_dict
+from revolution_env.env.text import gains_text, layout_seat_names
 
 MODES = ("tie", "beat")
 
@@ -205,7 +205,7 @@ def replay_scenario(data: dict[str, Any]) -> tuple[TracedGame, dict[str, Any]]:
     and the final canonical state. Raises :class:`~revolution_env.engine.ScenarioError` for a scenario that
     cannot be played."""
     game = TracedGame.adopt(new_game(data))
-    from ...engine.scenario import ScenarioError
+    from revolution_env.engine.scenario import ScenarioError
 
     rounds = data.get("rounds", [])
     if not isinstance(rounds, list):

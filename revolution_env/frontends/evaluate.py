@@ -7,7 +7,7 @@ import shlex
 import sys
 from typing import Any, NoReturn
 
-from .runner import default_workers, evaluate_gauntlet, evaluate_lineup, evaluate_pool
+from revolution_env.evaluation.runner import default_workers, evaluate_gauntlet, evaluate_lineup, evaluate_pool
 
 DESCRIPTION = """Evaluate agents: a lineup (--agents, one spec per seat) or a round robin (--pool). Every lineup is
 rotated over all seat orders; the evaluation is reproducible from --seed whatever --workers is. Agent specs:
@@ -24,7 +24,7 @@ class UsageError(ValueError):
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``eval`` with the ``revolution`` command line."""
-    from ..cli_options import add_rule_options
+    from revolution_env.frontends.options import add_rule_options
 
     p = subparsers.add_parser("eval", help="evaluate agents: a lineup or a round robin", description=DESCRIPTION)
     add_rule_options(p)
@@ -126,7 +126,7 @@ def command_line(args: argparse.Namespace) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .report import check_out, print_gauntlet, print_table, write_all
+    from revolution_env.evaluation.report import check_out, print_gauntlet, print_table, write_all
 
     try:
         check_args(args)
@@ -168,7 +168,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m revolution_env.evaluation ...`` (the same as ``revolution eval ...``)."""
-    from ..cli_options import OneLineParser, run_command
+    from revolution_env.frontends.options import OneLineParser, run_command
 
     parser = OneLineParser(prog="revolution")
     add_parser(parser.add_subparsers(dest="command", required=True))

@@ -1,4 +1,4 @@
-"""Observations and masks of many games at once, from a :class:`revolution_env.batched.BatchedGame`.
+"""Observations and masks of many games at once, from a :class:`revolution_env.engine.batched.BatchedGame`.
 
 :class:`BatchedView` gives, for any list of (game, seat) pairs, exactly the vectors that
 ``ObservationLayout.build`` and ``Codec.mask`` give for the same state and seat (``tests/test_batched.py`` checks
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..env.encoding import Codec
-from ..env.observation import ObservationLayout
-from . import kernels as K
-from .engine import BatchedGame
-from .kernels import C_APO, C_AREAS, C_MAX_ROUNDS, C_PUPPET, C_SEATS, C_SPY, C_TARGETS, jit
+from revolution_env.engine import kernels as K
+from revolution_env.engine.batched import BatchedGame
+from revolution_env.engine.kernels import C_APO, C_AREAS, C_MAX_ROUNDS, C_PUPPET, C_SEATS, C_SPY, C_TARGETS, jit
+from revolution_env.env.encoding import Codec
+from revolution_env.env.observation import ObservationLayout
 
 
 class BatchedView:

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any, NoReturn
 
-from .engine import Rules
-from .workers import exit_status, raise_on_sigterm
+from revolution_env.common.workers import exit_status, raise_on_sigterm
+from revolution_env.engine import Rules
 
 COMMANDS_GROUP = "revolution.commands"  # entry points: name = "module:add_parser"
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiled import COMPILED, jit  # noqa: F401  (COMPILED: whether the loops below are compiled)
+from revolution_env.common.jit import COMPILED, jit  # noqa: F401  (COMPILED: whether the loops below are compiled)
 
 # Phases and decisions (the values of engine.game's phase names' order and of Decision).
 BIDDING, SCHEMING, RESOLUTION, OVER = 0, 1, 2, 3

@@ -2,7 +2,7 @@
 as plain Python when Numba is missing (``pip install revolution-env[fast]`` installs it) or when the environment
 variable ``REVOLUTION_NO_NUMBA`` is set. ``COMPILED`` says which.
 
-The batched engine (``revolution_env.batched.kernels``) and the compiled heuristic bots
+The batched engine (``revolution_env.engine.kernels``) and the compiled heuristic bots
 (``revolution_env.agents.compiled``) are written as loops for it.
 """
 

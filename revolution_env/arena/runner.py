@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.scenario import export_game
-from ..env import env as make_env
-from .base import Agent, RandomAgent
+from revolution_env.agents.base import Agent, RandomAgent
+from revolution_env.engine.scenario import export_game
+from revolution_env.env import env as make_env
 
 # on_step(env, agent, observation, info, action): after each decision, with what the agent saw before it
 OnStep = Callable[[Any, str, dict[str, np.ndarray], dict[str, Any], np.ndarray], None]

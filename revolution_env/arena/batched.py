@@ -1,10 +1,10 @@
 """Evaluation games on the batched engine: a chunk of the schedule played side by side, the same games as one by one.
 
 :func:`play_batched` plays the games of many :class:`~.runner.GameTask` at once on a
-:class:`revolution_env.batched.BatchedGame`, and gives the same :class:`GameResult` for each as
+:class:`revolution_env.engine.batched.BatchedGame`, and gives the same :class:`GameResult` for each as
 ``runner.play_task`` does alone: the same game seed, each seat's agent a :meth:`Agent.fork` reset with the seed
 ``GameRunner`` would give it (so its random draws are the ones it would make alone), observations and masks built by
-:class:`revolution_env.batched.BatchedView` (identical to the environment's), and, in two-player games, D9's coin
+:class:`revolution_env.env.batched.BatchedView` (identical to the environment's), and, in two-player games, D9's coin
 flip drawn from the game's own coin stream, as the scalar engine draws it. ``tests/test_evaluation.py`` compares
 both paths game by game, scenarios included.
 
@@ -25,19 +25,18 @@ from typing import Any
 
 import numpy as np
 
-from ..agents.base import Agent, RandomAgent
-from ..agents.checkpoint import PolicyAgent
-from ..agents.heuristics import HeuristicBot
-from ..agents.mixture import MixtureAgent
-from ..agents.runner import GameResult, IllegalMoveError, agent_seed
-from ..batched import BatchedGame
-from ..batched import kernels as K
-from ..batched.engine import clean_bids_batch, priority_by_rule_batch
-from ..batched.view import BatchedView
-from ..engine.game import Decision, make_layout
-from ..env.core import EnvConfig
-from ..env.encoding import Codec
-from ..env.observation import ObservationLayout
+from revolution_env.agents.base import Agent, RandomAgent
+from revolution_env.agents.checkpoint import PolicyAgent
+from revolution_env.agents.heuristics import HeuristicBot
+from revolution_env.agents.mixture import MixtureAgent
+from revolution_env.arena.runner import GameResult, IllegalMoveError, agent_seed
+from revolution_env.engine import kernels as K
+from revolution_env.engine.batched import BatchedGame, clean_bids_batch, priority_by_rule_batch
+from revolution_env.engine.game import Decision, make_layout
+from revolution_env.env.batched import BatchedView
+from revolution_env.env.core import EnvConfig
+from revolution_env.env.encoding import Codec
+from revolution_env.env.observation import ObservationLayout
 
 BATCHABLE = (RandomAgent, HeuristicBot, PolicyAgent)
 

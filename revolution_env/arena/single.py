@@ -27,12 +27,12 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from ..engine.game import Decision, check_seed
-from ..env import raw_env
-from ..env.core import ILLEGAL_REWARD
-from ..env.encoding import IllegalActionError
-from .base import Agent
-from .loading import load_agent
+from revolution_env.agents.base import Agent
+from revolution_env.agents.loading import load_agent
+from revolution_env.engine.game import Decision, check_seed
+from revolution_env.env import raw_env
+from revolution_env.env.core import ILLEGAL_REWARD
+from revolution_env.env.encoding import IllegalActionError
 
 DEFAULT_OPPONENT = "value"  # the strongest heuristic (ENVIRONMENT.md, "Single agent")
 

@@ -11,7 +11,7 @@
 | autoreset       | ``SAME_STEP`` (Gymnasium 1.x ``AutoresetMode.SAME_STEP``): the step that ends a game returns the next game's first observation; the last one is in ``info["final_obs"]`` (an object array, ``None`` where no game ended) and ``info["final_info"]`` |
 | finished games  | ``pop_finished()``: ``(scenario, final_state)`` pairs that ``revolution scenario`` replays        |
 
-Every game is held by one :class:`revolution_env.batched.BatchedGame`. Opponents: ``"random"`` is played in batch
+Every game is held by one :class:`revolution_env.engine.batched.BatchedGame`. Opponents: ``"random"`` is played in batch
 (a uniform legal action drawn from the masks of all games at once). Any agent with ``act_batch(observations, masks,
 decisions) -> actions`` is called once per step for all the games it plays in: a policy checkpoint in one forward
 pass (``PolicyAgent.act_batch``), a heuristic bot through its compiled code
@@ -36,18 +36,18 @@ from gymnasium.utils import seeding
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..agents.base import act_batch
-from ..engine.components import BoardError
-from ..engine.game import Decision, RulesError, check_seed, make_layout
-from ..env.core import MARGIN_SCALE, EnvConfig
-from ..env.encoding import Codec, IllegalActionError
-from ..env.observation import ObservationLayout
-from ..env.spaces import MaskedMultiDiscrete
-from ..env.tokens import TokenCodec, check_action_mode
-from ..workers import usable_cores
-from . import kernels as K
-from .engine import BatchedGame
-from .view import BatchedView
+from revolution_env.agents.base import act_batch
+from revolution_env.common.workers import usable_cores
+from revolution_env.engine import kernels as K
+from revolution_env.engine.batched import BatchedGame
+from revolution_env.engine.components import BoardError
+from revolution_env.engine.game import Decision, RulesError, check_seed, make_layout
+from revolution_env.env.batched import BatchedView
+from revolution_env.env.core import MARGIN_SCALE, EnvConfig
+from revolution_env.env.encoding import Codec, IllegalActionError
+from revolution_env.env.observation import ObservationLayout
+from revolution_env.env.spaces import MaskedMultiDiscrete
+from revolution_env.env.tokens import TokenCodec, check_action_mode
 
 try:
     from gymnasium.vector import AutoresetMode
@@ -107,7 +107,7 @@ class _Opponent:
 
 
 def _is_random(agent: Any) -> bool:
-    from ..agents.base import RandomAgent
+    from revolution_env.agents.base import RandomAgent
 
     return type(agent) is RandomAgent
 
@@ -215,8 +215,8 @@ class RevolutionVectorEnv(VectorEnv):
 
     def _register(self, spec: Any) -> int:
         """The table index of an opponent spec (a name, a checkpoint path, a mixture, or an Agent)."""
-        from ..agents.base import Agent
-        from ..agents.loading import is_checkpoint, load_agent
+        from revolution_env.agents.base import Agent
+        from revolution_env.agents.loading import is_checkpoint, load_agent
 
         name = None
         if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):

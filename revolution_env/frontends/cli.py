@@ -10,7 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .cli_options import (
+from revolution_env.engine import BID, ScenarioError, dumps_state, export_game, state_dict
+from revolution_env.engine.game import Game
+from revolution_env.engine.random_play import random_bids, random_choice
+from revolution_env.engine.scenario import load_json, run_scenario
+from revolution_env.env.text import render
+from revolution_env.frontends.evaluate import add_parser as add_eval_parser
+from revolution_env.frontends.options import (
     OneLineParser,
     add_rule_options,
     non_negative_int,
@@ -19,14 +25,8 @@ from .cli_options import (
     rules_from_args,
     run_command,
 )
-from .engine import BID, ScenarioError, dumps_state, export_game, state_dict
-from .engine.game import Game
-from .engine.random_play import random_bids, random_choice
-from .engine.scenario import load_json, run_scenario
-from .env.text import render
-from .evaluation.cli import add_parser as add_eval_parser
-from .frontends.terminal import add_parser as add_play_parser
-from .frontends.web import add_parser as add_serve_parser
+from revolution_env.frontends.terminal import add_parser as add_play_parser
+from revolution_env.frontends.web import add_parser as add_serve_parser
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
@@ -66,7 +66,7 @@ def cmd_random(args: argparse.Namespace) -> int:
     return 0
 
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]  # the clone this package was installed from (editable install)
 SHIPPED_3P = REPO / "checkpoints" / "three_players.pt"
 
 

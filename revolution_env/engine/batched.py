@@ -16,11 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.components import TOKEN_TYPES
-from ..engine.game import BIDDING, OVER, RESOLUTION, SCHEMING, Decision, IllegalAction, Layout, clean_bids
-from ..engine.scenario import MODES
-from . import kernels as K
-from .kernels import (
+from revolution_env.engine import kernels as K
+from revolution_env.engine.components import TOKEN_TYPES
+from revolution_env.engine.game import BIDDING, OVER, RESOLUTION, SCHEMING, Decision, IllegalAction, Layout, clean_bids
+from revolution_env.engine.kernels import (
     APO_AREA,
     APO_SEAT,
     DSEAT,
@@ -33,6 +32,7 @@ from .kernels import (
     SPY_OWNER,
     TRUNCATED,
 )
+from revolution_env.engine.scenario import MODES
 
 PHASE_NAMES = (BIDDING, SCHEMING, RESOLUTION, OVER)
 HISTORY_START = 32  # rounds of history kept per game before the buffer grows

@@ -1,8 +1,0 @@
-"""``python -m revolution_env.evaluation ...``: the same as ``revolution eval ...``."""
-
-import sys
-
-from .cli import main
-
-if __name__ == "__main__":
-    sys.exit(main())
