@@ -51,6 +51,24 @@ class TrainConfig:
     token-mode checkpoint plays in any game. ``tokens`` needs the vector backend."""
 
     # --- PPO -----------------------------------------------------------------------------------------------------
+    algorithm: str = "ppo"
+    """``ppo``: sb3-contrib's MaskablePPO; ``mmd``: Magnetic Mirror Descent, PPO regularised towards a magnet policy
+    and towards its previous self (``revolution_training.mmd``: ``magnet``, ``magnet_coef``, ``kl_coef``), which
+    converges towards an equilibrium in self-play instead of chasing its last opponent."""
+    magnet: str = "uniform"
+    """MMD's magnet: ``uniform`` (over the legal actions of each head: a per-head entropy bonus), ``imitation``
+    (the policy right after imitating ``pretrain_teacher``), ``latest`` (a frozen copy of the policy, refreshed
+    every ``magnet_every`` steps) or a policy checkpoint ``.pt``."""
+    magnet_coef: float = 0.05
+    """MMD: weight of ``KL(policy || magnet)`` (the papers' tuned settings: 0.05 to 0.1)."""
+    kl_coef: float = 0.05
+    """MMD: weight of ``KL(policy || policy before the update)``, the mirror-descent step (0.025 to 0.1)."""
+    magnet_every: int = 0
+    """MMD with ``magnet: latest``: learner steps between two refreshes of the magnet (0: it stays the policy the
+    run started with)."""
+    lr_schedule: str = "constant"
+    """``constant`` or ``linear``: the learning rate falls linearly to 0 at ``total_steps`` (annealed, as the MMD
+    papers train)."""
     total_steps: int = 200_000
     """Learner steps to train for in all (a resumed run continues to this count)."""
     n_envs: int = 2
@@ -67,7 +85,7 @@ class TrainConfig:
     n_epochs: int = 4
     """Passes over each rollout."""
     learning_rate: float = 3e-4
-    """Adam's step size (constant)."""
+    """Adam's step size (at the start, with ``lr_schedule: linear``)."""
     gamma: float = 0.995
     """Discount factor (rewards come only at the end of a game of ~20 learner decisions)."""
     gae_lambda: float = 0.95
@@ -296,6 +314,15 @@ def _net_arch(v: Any) -> str | None:
     return None if isinstance(v, list) and all(_is_int(n) and n > 0 for n in v) else "a list of positive integers"
 
 
+MAGNETS = ("uniform", "imitation", "latest")  # or a policy checkpoint (revolution_training.mmd)
+
+
+def _magnet(v: Any) -> str | None:
+    if isinstance(v, str) and (v in MAGNETS or (v.endswith(".pt") and Path(v).is_file())):
+        return None
+    return f"one of {', '.join(MAGNETS)}, or a policy checkpoint file (.pt) that exists"
+
+
 def _one_of(*choices: Any):
     def check_choice(v: Any) -> str | None:
         return None if v in choices else "one of " + ", ".join(map(str, choices))
@@ -312,6 +339,12 @@ CHECKS = {
     "board": _board,
     "reward": _one_of(*REWARDS),
     "action_mode": _one_of(*ACTION_MODES),
+    "algorithm": _one_of("ppo", "mmd"),
+    "magnet": _magnet,
+    "magnet_coef": lambda v: None if _is_number(v) and v >= 0 else "a non-negative number",
+    "kl_coef": lambda v: None if _is_number(v) and v >= 0 else "a non-negative number",
+    "magnet_every": _non_negative_int,
+    "lr_schedule": _one_of("constant", "linear"),
     "total_steps": _positive_int,
     "n_envs": _positive_int,
     "env_backend": _one_of("auto", "vector", "subprocess"),
@@ -384,6 +417,12 @@ def check(config: TrainConfig) -> None:
         raise ValueError("action_mode: tokens trains on the batched engine only (env_backend: auto or vector)")
     if config.first_edition and config.bid_refunds is False:
         raise ValueError("bid_refunds: the first edition always plays with Bid Refunds (D14)")
+    if config.algorithm == "mmd" and config.magnet == "imitation" and not config.pretrain_teacher:
+        raise ValueError("magnet: imitation needs a pretrain_teacher (the magnet is the policy after imitating it)")
+    if config.algorithm == "mmd" and config.magnet == "latest" and config.magnet_every == 0 and not config.init_from:
+        raise ValueError(
+            "magnet: latest needs magnet_every (or init_from: a fixed magnet of random weights is no magnet)"
+        )
 
 
 FLOAT_FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.type == "float")

@@ -56,6 +56,7 @@ from revolution_training.config import TrainConfig, dump_config, from_dict
 from revolution_training.distributions import MaskableMultiDiscretePolicy
 from revolution_training.exploit import ExploitResult, exploit_config, measure
 from revolution_training.league import League, LeagueReader, plot_matrix
+from revolution_training.mmd import MagnetPPO
 from revolution_training.policy import actor_layers, policy_from_sb3
 from revolution_training.pretrain import clone, collect
 from revolution_training.selfplay import make_selfplay_env
@@ -197,13 +198,23 @@ def close_vec_env(venv: VecEnv) -> None:
 
 
 def new_model(config: TrainConfig, venv: VecEnv) -> MaskablePPO:
+    """MaskablePPO, or with ``algorithm: mmd`` its magnet-regularised form (``revolution_training.mmd``)."""
     activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[config.activation]
-    return MaskablePPO(
+    algorithm: Any = MaskablePPO
+    extra: dict[str, Any] = {}
+    if config.algorithm == "mmd":
+        algorithm = MagnetPPO
+        extra = {"magnet": "checkpoint" if config.magnet.endswith(".pt") else config.magnet,
+                 "magnet_coef": config.magnet_coef, "kl_coef": config.kl_coef,
+                 "magnet_every": config.magnet_every}  # fmt: skip
+    rate = config.learning_rate
+    return algorithm(
         # "MlpPolicy" with a faster masked distribution (training/distributions.py); the token mode's Discrete
         # action is one categorical, MlpPolicy's own
         "MlpPolicy" if config.action_mode == "tokens" else MaskableMultiDiscretePolicy,
         venv,
-        learning_rate=config.learning_rate,
+        # SB3 calls a schedule with the fraction of the run left (1 at the start, 0 at total_steps)
+        learning_rate=(lambda left: rate * left) if config.lr_schedule == "linear" else rate,
         n_steps=config.n_steps,
         batch_size=config.batch_size,
         n_epochs=config.n_epochs,
@@ -217,7 +228,25 @@ def new_model(config: TrainConfig, venv: VecEnv) -> MaskablePPO:
         seed=config.seed,
         device=config.device,
         verbose=0,
+        **extra,
     )
+
+
+def fix_magnet(model: MaskablePPO, config: TrainConfig) -> str | None:
+    """MMD's magnet at the start of a new run (a resumed run reads it from its save): the policy as it is now
+    (``imitation``, after imitating; ``latest``), or a checkpoint's actor. Returns it in words."""
+    if not isinstance(model, MagnetPPO) or config.magnet == "uniform":
+        return None
+    if config.magnet.endswith(".pt"):
+        checkpoint = read_checkpoint(config.magnet)
+        check_compatible(checkpoint, config.env_options(), f"magnet: {config.magnet}")
+        if action_mode(checkpoint) != config.action_mode:
+            raise ValueError(f"magnet: {config.magnet}: a policy of the {action_mode(checkpoint)!r} action mode; this "
+                             f"config trains action_mode {config.action_mode!r}")  # fmt: skip
+        model.set_magnet(checkpoint, config.magnet)
+        return f"the policy of {config.magnet}"
+    model.set_magnet()
+    return "the policy after imitation" if config.magnet == "imitation" else "the policy at the start"
 
 
 def load_initial_weights(model: MaskablePPO, config: TrainConfig) -> tuple[str, dict[str, Any]]:
@@ -270,8 +299,12 @@ def load_weights(model: MaskablePPO, path: Path, where: str, with_optimizer: boo
         raise ValueError(f"{where}: cannot read the save {path}: {exc}") from None
     if not params or "policy" not in params:
         raise ValueError(f"{where}: {path} holds no policy weights")
+    weights = params["policy"]
+    if not with_optimizer:  # init_from: the run's own magnet (MMD) is set after, from its own config
+        weights = {k: v for k, v in weights.items() if not k.startswith("magnet.")}
+        weights.update({k: v for k, v in model.policy.state_dict().items() if k.startswith("magnet.")})
     try:
-        model.policy.load_state_dict(params["policy"])
+        model.policy.load_state_dict(weights)
         if with_optimizer and "policy.optimizer" in params:
             model.policy.optimizer.load_state_dict(params["policy.optimizer"])
     except (RuntimeError, ValueError) as exc:
@@ -624,6 +657,8 @@ def train(
             model.set_logger(configure(str(out / "tb"), ["tensorboard"]))
             if state is None and config.pretrain_teacher:
                 run.wall_time += imitate(model, config)
+            if state is None and (magnet := fix_magnet(model, config)):
+                print(f"magnet: {magnet}")
             callback = SelfPlayCallback(config, out, league, run)
             callback.init_callback(model)  # learn() does it too, but a run already at total_steps never calls learn()
             start_step, start_time = model.num_timesteps, time.time()

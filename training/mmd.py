@@ -1,0 +1,224 @@
+"""Magnetic Mirror Descent: PPO regularised towards a magnet policy, for self-play that converges towards an
+equilibrium instead of chasing its last opponent.
+
+Sokota et al., "A Unified Approach to Reinforcement Learning, Quantal Response Equilibria, and Two-Player
+Zero-Sum Games" (ICLR 2023, arXiv 2206.05825): each update moves the policy towards the best response to its
+value estimates while staying near a *magnet* policy ``rho`` and near its previous self. As a PPO loss (the form of
+IIG-RL-Benchmark's ``algorithms/mmd`` and OpenSpiel's ``pytorch/nash_pg.py``), per minibatch::
+
+    loss = clipped policy-gradient loss
+         + vf_coef    * value loss
+         + magnet_coef * KL(pi || rho)          exact, over the legal actions of every head of the action
+         + kl_coef     * KL(pi || pi_old)       estimated from the rollout's actions: r log r - (r - 1)
+         - ent_coef    * entropy                (kept for configs that set it; MMD's entropy is the uniform magnet)
+
+where ``r = pi(a) / pi_old(a)`` of the whole action. Rudolph et al. ("Reevaluating Policy Gradient Methods for
+Imperfect-Information Games", arXiv 2502.08938) found tuned PPO and MMD the least exploitable of the methods they
+compared. The magnet (``TrainConfig.magnet``):
+
+- ``uniform``: the uniform policy over the legal actions of each head, ``KL(pi || uniform) = log(legal) - H(pi)``:
+  an entropy bonus taken per head, which MMD's theory asks for (a quantal response equilibrium of temperature
+  ``magnet_coef``, near a Nash equilibrium when it is small);
+- ``imitation``: a frozen copy of the policy right after imitating ``pretrain_teacher``: play stays near the
+  teacher's where the game gives no reason to leave it;
+- ``latest``: a frozen copy of the policy, replaced by the current one every ``magnet_every`` learner steps (the
+  moving magnet of OpenSpiel's ``nash_pg.py``): the fixed point of the sequence is an equilibrium, not a
+  regularised one;
+- a policy checkpoint ``PATH.pt`` of the same network shape and action mode.
+
+For a bid (MultiDiscrete: a choice, then one head per token) ``KL(pi || rho)`` is the sum over the heads, each over
+the values its mask allows; in the token mode it is over the one head of each token's step. A head with one legal
+value (a decision with nothing to choose) adds nothing. The magnet's weights live in the policy's state (the
+submodule ``magnet``), so saves, ``--resume`` and ``init_from`` a run folder carry them.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from revolution_training.distributions import GroupedMaskableMultiCategorical
+from revolution_training.policy import actor_layers
+from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
+from stable_baselines3.common.utils import explained_variance
+from torch import nn
+from torch.nn import functional as F
+
+
+class MagnetActor(nn.Module):
+    """A frozen copy of an SB3 ``MlpPolicy``'s actor (its hidden layers and ``action_net``): the magnet's logits."""
+
+    def __init__(self, sb3_policy: Any) -> None:
+        super().__init__()
+        self.policy_net = copy.deepcopy(sb3_policy.mlp_extractor.policy_net)
+        self.action_net = copy.deepcopy(sb3_policy.action_net)
+        self.requires_grad_(False)
+
+    def forward(self, features: th.Tensor) -> th.Tensor:
+        return self.action_net(self.policy_net(features))
+
+    def copy_from(self, sb3_policy: Any) -> None:
+        """Become the policy's actor as it is now (a refresh of the ``latest`` magnet)."""
+        with th.no_grad():
+            for mine, theirs in zip(self.layers(), actor_layers(sb3_policy)):
+                mine.weight.copy_(theirs.weight)
+                mine.bias.copy_(theirs.bias)
+
+    def load_checkpoint(self, checkpoint: dict[str, Any], where: str) -> None:
+        """The actor of a policy checkpoint (``revolution_env.agents.checkpoint``'s format)."""
+        state = checkpoint["policy"]["state_dict"]
+        layers = self.layers()
+        names = sorted({k.rsplit(".", 1)[0] for k in state}, key=lambda k: int(k.split(".")[1]))
+        if len(names) != len(layers) or any(
+            state[f"{name}.weight"].shape != layer.weight.shape for name, layer in zip(names, layers)
+        ):
+            shape = [tuple(state[f"{n}.weight"].shape) for n in names]
+            raise ValueError(f"magnet: {where}: its network {shape} does not fit this run's")
+        with th.no_grad():
+            for name, layer in zip(names, layers):
+                layer.weight.copy_(state[f"{name}.weight"])
+                layer.bias.copy_(state[f"{name}.bias"])
+
+    def layers(self) -> list[nn.Linear]:
+        return [*(m for m in self.policy_net if isinstance(m, nn.Linear)), self.action_net]
+
+
+def kl_to_magnet(distribution: Any, magnet_logits: th.Tensor | None) -> th.Tensor:
+    """``KL(pi || rho)`` per sample, summed over the heads of the action, each over its legal values; ``rho`` is
+    the uniform policy over the legal values when ``magnet_logits`` is None. ``distribution`` is the policy's
+    masked distribution after ``evaluate_actions`` (the bid mode's :class:`GroupedMaskableMultiCategorical` or
+    sb3-contrib's ``MaskableCategoricalDistribution`` of the token mode)."""
+    if isinstance(distribution, GroupedMaskableMultiCategorical):
+        runs, legal = distribution.runs, distribution.legal
+        log_p = distribution.log_p
+        if legal is None:
+            legal = [th.ones_like(lp) for lp in log_p]
+        if magnet_logits is None:
+            log_q = [-th.log(m.sum(-2, keepdim=True)).expand_as(m) for m in legal]
+        else:
+            log_q = runs.log_softmax(magnet_logits, legal)
+        total = 0
+        for lp, lq, m in zip(log_p, log_q, legal):
+            total = total + (lp.exp() * (lp - lq) * m).sum((-2, -1))
+        return total
+    if isinstance(distribution, MaskableCategoricalDistribution):
+        inner = distribution.distribution
+        log_p = th.log_softmax(inner.logits, -1)
+        legal = inner.masks if inner.masks is not None else th.ones_like(log_p, dtype=th.bool)
+        m = legal.float()
+        if magnet_logits is None:
+            log_q = -th.log(m.sum(-1, keepdim=True)).expand_as(m)
+        else:
+            log_q = th.log_softmax(th.where(legal, magnet_logits, th.full_like(magnet_logits, -1e8)), -1)
+        return (log_p.exp() * (log_p - log_q) * m).sum(-1)
+    raise TypeError(f"magnet: no KL for the action distribution {type(distribution).__name__}")
+
+
+class MagnetPPO(MaskablePPO):
+    """MaskablePPO with MMD's two regularisers (the module documentation): ``magnet_coef * KL(pi || rho)`` and
+    ``kl_coef * KL(pi || pi_old)``. ``magnet`` is ``uniform``, ``imitation``, ``latest`` or ``checkpoint``
+    (:meth:`set_magnet` loads one); ``magnet_every``: learner steps between two refreshes of a ``latest`` magnet
+    (0: never), counted from the run's step, so that a resumed run refreshes where the run would have."""
+
+    def __init__(
+        self,
+        *args: Any,
+        magnet: str = "uniform",
+        magnet_coef: float = 0.05,
+        kl_coef: float = 0.05,
+        magnet_every: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        self.magnet = magnet
+        self.magnet_coef = float(magnet_coef)
+        self.kl_coef = float(kl_coef)
+        self.magnet_every = int(magnet_every)
+        super().__init__(*args, **kwargs)
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        if self.magnet != "uniform":  # a frozen actor, saved with the policy (its optimizer never sees it)
+            self.policy.magnet = MagnetActor(self.policy)
+
+    def set_magnet(self, checkpoint: dict[str, Any] | None = None, where: str = "") -> None:
+        """Fix the magnet now: the policy as it is (``imitation``, ``latest``), or a checkpoint's actor."""
+        if self.magnet == "uniform":
+            return
+        if checkpoint is not None:
+            self.policy.magnet.load_checkpoint(checkpoint, where)
+        else:
+            self.policy.magnet.copy_from(self.policy)
+
+    def _refresh_magnet(self) -> None:
+        """The moving magnet: after the update that crosses a multiple of ``magnet_every`` steps, the policy as it
+        is now."""
+        if self.magnet != "latest" or not self.magnet_every:
+            return
+        rollout = self.n_steps * self.n_envs
+        if self.num_timesteps // self.magnet_every > (self.num_timesteps - rollout) // self.magnet_every:
+            self.set_magnet()
+
+    def _magnet_logits(self, observations: th.Tensor) -> th.Tensor | None:
+        if self.magnet == "uniform":
+            return None
+        with th.no_grad():
+            features = self.policy.extract_features(observations, self.policy.pi_features_extractor)
+            return self.policy.magnet(features)
+
+    def train(self) -> None:
+        """One PPO update with MMD's loss: sb3-contrib's ``MaskablePPO.train`` with the two KL terms added."""
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        clip_range = self.clip_range(self._current_progress_remaining)  # type: ignore[operator]
+        logs: dict[str, list[float]] = {k: [] for k in ("pg", "value", "entropy", "magnet_kl", "step_kl", "clip")}
+        for _ in range(self.n_epochs):
+            for batch in self.rollout_buffer.get(self.batch_size):
+                actions = batch.actions
+                if isinstance(self.action_space, spaces.Discrete):
+                    actions = actions.long().flatten()
+                values, log_prob, entropy = self.policy.evaluate_actions(
+                    batch.observations, actions, action_masks=batch.action_masks
+                )
+                magnet_kl = kl_to_magnet(self.policy.action_dist, self._magnet_logits(batch.observations)).mean()
+                advantages = batch.advantages
+                if self.normalize_advantage and len(advantages) > 1:
+                    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+                log_ratio = log_prob - batch.old_log_prob
+                ratio = th.exp(log_ratio)
+                pg_loss = -th.min(advantages * ratio, advantages * th.clamp(ratio, 1 - clip_range, 1 + clip_range))
+                pg_loss = pg_loss.mean()
+                value_loss = F.mse_loss(batch.returns, values.flatten())
+                step_kl = (ratio * log_ratio - (ratio - 1)).mean()  # KL(pi || pi_old) from pi_old's samples
+                entropy_loss = -th.mean(-log_prob) if entropy is None else -th.mean(entropy)
+                loss = (
+                    pg_loss
+                    + self.vf_coef * value_loss
+                    + self.magnet_coef * magnet_kl
+                    + self.kl_coef * step_kl
+                    + self.ent_coef * entropy_loss
+                )
+                self.policy.optimizer.zero_grad()
+                loss.backward()
+                th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+                self.policy.optimizer.step()
+                for key, value in (("pg", pg_loss), ("value", value_loss), ("entropy", entropy_loss),
+                                   ("magnet_kl", magnet_kl), ("step_kl", step_kl)):  # fmt: skip
+                    logs[key].append(value.item())
+                logs["clip"].append(th.mean((th.abs(ratio - 1) > clip_range).float()).item())
+            self._n_updates += 1
+        self._refresh_magnet()
+        explained = explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten())
+        record = self.logger.record
+        record("train/policy_gradient_loss", float(np.mean(logs["pg"])))
+        record("train/value_loss", float(np.mean(logs["value"])))
+        record("train/entropy_loss", float(np.mean(logs["entropy"])))
+        record("train/magnet_kl", float(np.mean(logs["magnet_kl"])))
+        record("train/step_kl", float(np.mean(logs["step_kl"])))
+        record("train/clip_fraction", float(np.mean(logs["clip"])))
+        record("train/explained_variance", float(explained))
+        record("train/clip_range", clip_range)
+        record("train/n_updates", self._n_updates, exclude="tensorboard")
