@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from revolution_training.config import load_config
@@ -50,6 +51,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         if args.total_steps is not None:
             if args.total_steps < 1:
                 raise ValueError(f"--total-steps: expected a positive integer, got {args.total_steps}")
+            if config.stages:
+                raise ValueError("--total-steps: a recipe's stages give their own total_steps (edit the recipe)")
             config = config.replace(total_steps=args.total_steps)
         progress = sys.stderr.isatty() if args.progress is None else args.progress
         result = train(config, out=args.out, resume=args.resume, progress=progress)
@@ -64,7 +67,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         out = args.out or (config.out if config is not None else None)
         try:
-            saved = out is not None and read_state(out) is not None
+            saved = out is not None and (read_state(out) is not None or (Path(out) / "recipe.yaml").exists())
         except ValueError:
             saved = False
         if not saved:  # e.g. stopped while imitating its teacher

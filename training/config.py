@@ -187,6 +187,13 @@ class TrainConfig:
     out: str = "runs/default"
     """Output folder (checkpoints, league, TensorBoard logs); ``--out`` overrides it."""
 
+    # --- a recipe ------------------------------------------------------------------------------------------------
+    stages: list[dict[str, Any]] | None = None
+    """A recipe's stages, trained one after another (``revolution_training.recipe``): each a mapping with a
+    ``name``, its ``total_steps``, ``start`` (after the first: ``run``, ``best`` or ``latest``, what it takes of
+    the previous stage) and the keys it changes; the other keys of the config are every stage's base. None: one
+    run."""
+
     def __post_init__(self) -> None:
         check(self)
 
@@ -391,6 +398,11 @@ CHECKS = {
     "best_by": _one_of("mean", "worst"),
     "save_every": _positive_int,
     "out": _string,
+    "stages": lambda v: (
+        None
+        if v is None or (isinstance(v, list) and v and all(isinstance(x, dict) for x in v))
+        else "a non-empty list of stages (mappings)"
+    ),
 }
 FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig))
 assert set(CHECKS) == set(FIELDS), "every field has a check"
@@ -417,12 +429,52 @@ def check(config: TrainConfig) -> None:
         raise ValueError("action_mode: tokens trains on the batched engine only (env_backend: auto or vector)")
     if config.first_edition and config.bid_refunds is False:
         raise ValueError("bid_refunds: the first edition always plays with Bid Refunds (D14)")
+    if config.stages is not None:
+        stage_configs(config)  # each stage checked as a config of its own
     if config.algorithm == "mmd" and config.magnet == "imitation" and not config.pretrain_teacher:
         raise ValueError("magnet: imitation needs a pretrain_teacher (the magnet is the policy after imitating it)")
     if config.algorithm == "mmd" and config.magnet == "latest" and config.magnet_every == 0 and not config.init_from:
         raise ValueError(
             "magnet: latest needs magnet_every (or init_from: a fixed magnet of random weights is no magnet)"
         )
+
+
+STAGE_KEYS = ("name", "start")  # beside the fields a stage changes
+NOT_IN_STAGES = ("stages", "out", "init_from")  # the recipe's own: init_from is the previous stage
+
+
+def stage_configs(config: TrainConfig) -> list[tuple[str, str, TrainConfig]]:
+    """``(name, start, config)`` of each stage of a recipe, checked (``ValueError`` naming the stage and key)."""
+    from revolution_training.recipe import STARTS
+
+    out, names = [], set()
+    base = {k: v for k, v in config.to_dict().items() if k != "stages"}
+    for k, stage in enumerate(config.stages or []):
+        name = stage.get("name")
+        where = f"stages[{k}]" + (f" ({name})" if isinstance(name, str) else "")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+            raise ValueError(f"{where}: name: expected letters, digits, - or _ (it names the stage's folder)")
+        if name in names:
+            raise ValueError(f"{where}: name: given to two stages")
+        names.add(name)
+        for key in stage:
+            if key in NOT_IN_STAGES:
+                raise ValueError(f"{where}: {key}: not a stage's to set (a recipe's stages start from each other)")
+            if key not in FIELDS and key not in STAGE_KEYS:
+                raise ValueError(f"{where}: {key}: unknown option")
+        if "total_steps" not in stage:
+            raise ValueError(f"{where}: total_steps: every stage says how long it trains")
+        start = stage.get("start", "run")
+        if k == 0 and "start" in stage:
+            raise ValueError(f"{where}: start: the first stage starts from the recipe's init_from (or from scratch)")
+        if start not in STARTS:
+            raise ValueError(f"{where}: start: expected one of {', '.join(STARTS)}, got {start!r}")
+        changes = {key: _yaml_float(v) if key in FLOAT_FIELDS else v for key, v in stage.items() if key in FIELDS}
+        try:
+            out.append((name, start, TrainConfig(**{**base, **changes})))
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+    return out
 
 
 FLOAT_FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.type == "float")

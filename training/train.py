@@ -617,7 +617,12 @@ def prepare_run(config: TrainConfig, out: str | Path | None, resume: bool) -> tu
 def train(
     config: TrainConfig, out: str | Path | None = None, resume: bool = False, progress: bool = False
 ) -> TrainResult:
-    """Train (or, with ``resume``, continue) a self-play run; Ctrl-C or SIGTERM stops it after a save."""
+    """Train (or, with ``resume``, continue) a self-play run, or every stage of a recipe (``config.stages``,
+    ``revolution_training.recipe``); Ctrl-C or SIGTERM stops it after a save."""
+    if config.stages:
+        from revolution_training.recipe import run_recipe
+
+        return run_recipe(config, out, resume, train, read_state, progress)
     config, out, state = prepare_run(config, out, resume)
     out.mkdir(parents=True, exist_ok=True)
     remove_temporaries(out)
