@@ -144,10 +144,48 @@ def cmd_exploit(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_psro_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``psro`` subcommand (a population with a Nash meta-strategy, ``revolution_training.psro``)."""
+    p = subparsers.add_parser(
+        "psro",
+        help="grow a population of policies by best responses to its Nash meta-strategy (PSRO)",
+        description="PSRO: play the population's payoff table, solve its meta-game (the zero-sum Nash with two "
+        "players, replicator dynamics with more), train a best response to the meta-strategy, add it, repeat. "
+        "Writes <out>/population.json, an agent spec that plays one member per game.",
+    )
+    p.add_argument("--config", required=True, help="a training config with a psro: section (configs/psro_*.yaml)")
+    p.add_argument("--out", required=True, help="the run folder")
+    p.add_argument("--resume", action="store_true", help="continue the run in the folder")
+    p.set_defaults(func=cmd_psro)
+    return p
+
+
+def cmd_psro(args: argparse.Namespace) -> int:
+    try:
+        from revolution_training.psro import load_psro_config, run_psro
+    except ModuleNotFoundError as exc:
+        print(f"error: psro needs the `train` extra ({exc.name} is missing): pip install -e '.[train]'",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        oracle, psro = load_psro_config(args.config)
+        state = run_psro(oracle, psro, args.out, args.resume, progress=sys.stderr.isatty())
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        print(f"aborted: continue with revolution psro --config {args.config} --out {args.out} --resume",
+              file=sys.stderr)  # fmt: skip
+        return exit_status(exc)
+    print(f"population: {Path(args.out) / 'population.json'} (an agent spec; meta-game regret {state['regret']:.4f})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m revolution_training", description="Self-play training for Revolution!")
     sub = parser.add_subparsers(dest="command", required=True)
     add_parser(sub)
     add_exploit_parser(sub)
+    add_psro_parser(sub)
     args = parser.parse_args(argv)
     return run_command(args)

@@ -141,6 +141,9 @@ class TrainConfig:
     heuristics: list[str] = field(default_factory=lambda: ["random"])
     """Agent specs (``random``, a heuristic's name, a checkpoint file) that fill the league besides snapshots;
     until the first snapshot exists, every opponent comes from here."""
+    heuristics_weights: list[float] | None = None
+    """The chances of the ``heuristics`` when one is drawn (``opponent_sampling: uniform``), one per entry; None:
+    uniform. ``revolution psro`` sets them to its meta-strategy."""
     opponents_deterministic: bool = False
     """Whether snapshot opponents take their most likely action (False: they sample, as the learner does)."""
     opponent_sampling: str = "uniform"
@@ -382,6 +385,11 @@ CHECKS = {
     "p_past": _probability,
     "p_heuristics": _probability,
     "heuristics": _specs,
+    "heuristics_weights": lambda v: (
+        None
+        if v is None or (isinstance(v, list) and v and all(_is_number(w) and w >= 0 for w in v) and sum(v) > 0)
+        else "null or a list of non-negative numbers, not all 0"
+    ),
     "opponents_deterministic": _bool,
     "opponent_sampling": _one_of("uniform", "pfsp"),
     "pfsp_weighting": _one_of("hard", "linear", "variance", "even"),
@@ -429,6 +437,12 @@ def check(config: TrainConfig) -> None:
         raise ValueError("action_mode: tokens trains on the batched engine only (env_backend: auto or vector)")
     if config.first_edition and config.bid_refunds is False:
         raise ValueError("bid_refunds: the first edition always plays with Bid Refunds (D14)")
+    if config.heuristics_weights is not None:
+        if len(config.heuristics_weights) != len(config.heuristics):
+            raise ValueError(f"heuristics_weights: expected one weight per heuristic ({len(config.heuristics)}), got "
+                             f"{len(config.heuristics_weights)}")  # fmt: skip
+        if config.opponent_sampling != "uniform":
+            raise ValueError("heuristics_weights: they weigh the heuristics under opponent_sampling: uniform only")
     if config.stages is not None:
         stage_configs(config)  # each stage checked as a config of its own
     if config.algorithm == "mmd" and config.magnet == "imitation" and not config.pretrain_teacher:

@@ -221,10 +221,12 @@ def choose_opponent(
     pfsp: Mapping[str, float] | None = None,
     weighting: str = "hard",
     exploiters: Sequence[str] = (),
+    heuristics_weights: Sequence[float] | None = None,
 ) -> tuple[str, str]:
     """One opponent by the league's scheme: ``("snapshot", file)`` (a policy file of the league: a snapshot or an
     exploiter) or ``("heuristic", spec)``. ``pfsp`` (the learner's win rates by member) switches to prioritized
-    fictitious self-play (module docstring); exploiters are members under PFSP only."""
+    fictitious self-play (module docstring); exploiters are members under PFSP only. ``heuristics_weights``: the
+    chances of the heuristics (uniform sampling only; None: uniform)."""
     u = rng.random()
     if pfsp is not None:
         if snapshots and u < p_latest:
@@ -236,7 +238,15 @@ def choose_opponent(
         if u < p_latest or len(snapshots) == 1:
             return "snapshot", snapshots[-1]
         return "snapshot", snapshots[int(rng.integers(len(snapshots) - 1))]
-    return "heuristic", heuristics[int(rng.integers(len(heuristics)))]
+    return "heuristic", draw_heuristic(rng, heuristics, heuristics_weights)
+
+
+def draw_heuristic(rng: np.random.Generator, heuristics: Sequence[str], weights: Sequence[float] | None) -> str:
+    """A heuristic of the league, uniformly or with ``weights`` (a population's meta-strategy)."""
+    if weights is None:
+        return heuristics[int(rng.integers(len(heuristics)))]
+    p = np.asarray(weights, dtype=np.float64)
+    return heuristics[int(rng.choice(len(heuristics), p=p / p.sum()))]
 
 
 class LeagueReader:
@@ -253,6 +263,7 @@ class LeagueReader:
         deterministic: bool = False,
         sampling: str = "uniform",
         weighting: str = "hard",
+        heuristics_weights: Sequence[float] | None = None,
     ) -> None:
         if sampling not in SAMPLING:
             raise ValueError(f"opponent_sampling: expected one of {', '.join(SAMPLING)}, got {sampling!r}")
@@ -260,6 +271,7 @@ class LeagueReader:
             raise ValueError(f"pfsp_weighting: expected one of {', '.join(PFSP_WEIGHTINGS)}, got {weighting!r}")
         self.folder = Path(folder) if folder is not None else None
         self.heuristics = list(heuristics)
+        self.heuristics_weights = None if heuristics_weights is None else list(heuristics_weights)
         self.env_options = {k: v for k, v in env_options.items() if k != "reward"}
         self.p_latest, self.p_past = p_latest, p_past
         self.deterministic = deterministic
@@ -294,12 +306,20 @@ class LeagueReader:
         self.refresh()
         pfsp = self.rates if self.sampling == "pfsp" else None
         kind, spec = choose_opponent(
-            rng, self.snapshots, self.heuristics, self.p_latest, self.p_past, pfsp, self.weighting, self.exploiters
+            rng,
+            self.snapshots,
+            self.heuristics,
+            self.p_latest,
+            self.p_past,
+            pfsp,
+            self.weighting,
+            self.exploiters,
+            self.heuristics_weights,
         )
         try:
             return spec, self._agent(kind, spec, slot)
         except FileNotFoundError:  # dropped from the league since we read it: take a heuristic instead
-            spec = self.heuristics[int(rng.integers(len(self.heuristics)))]
+            spec = draw_heuristic(rng, self.heuristics, self.heuristics_weights)
             return spec, self._agent("heuristic", spec, slot)
 
     def _agent(self, kind: str, spec: str, slot: int) -> Agent:

@@ -97,7 +97,7 @@ def _collect_batched(config: TrainConfig, teacher: Any, shares: list[int], seed:
 
     options = config.env_options()
     n = len(shares)
-    league = LeagueReader(None, config.heuristics, options)
+    league = LeagueReader(None, config.heuristics, options, heuristics_weights=config.heuristics_weights)
     env = vector_env(n, opponents=league, keep_finished=0, action_mode=config.action_mode, **options)
     seeds = np.random.default_rng(np.random.SeedSequence([seed, n]))
     obs, info = env.reset(seed=int(seeds.integers(2**31)))

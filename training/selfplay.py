@@ -54,9 +54,18 @@ def make_selfplay_env(
     deterministic_opponents: bool = False,
     sampling: str = "uniform",
     weighting: str = "hard",
+    heuristics_weights: Sequence[float] | None = None,
 ) -> SelfPlayEnv:
     """A self-play env whose opponents come from the league in ``league_folder`` (None: heuristics only)."""
     reader = LeagueReader(
-        league_folder, heuristics, env_options, p_latest, p_past, deterministic_opponents, sampling, weighting
+        league_folder,
+        heuristics,
+        env_options,
+        p_latest,
+        p_past,
+        deterministic_opponents,
+        sampling,
+        weighting,
+        heuristics_weights,
     )
     return SelfPlayEnv(env_options, reader)

@@ -142,6 +142,7 @@ def env_factory(config: TrainConfig, league_folder: Path, in_subprocess: bool):
             config.opponents_deterministic,
             config.opponent_sampling,
             config.pfsp_weighting,
+            config.heuristics_weights,
         )
 
     return make
@@ -162,6 +163,7 @@ def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
             config.opponents_deterministic,
             config.opponent_sampling,
             config.pfsp_weighting,
+            config.heuristics_weights,
         )
         options = config.env_options()
         return VecMonitor(

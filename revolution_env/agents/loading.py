@@ -16,7 +16,15 @@ from typing import Any
 
 from revolution_env.agents.base import Agent, RandomAgent
 from revolution_env.agents.mixture import PREFIX as MIXTURE
-from revolution_env.agents.mixture import is_mixture, load_mixture, parse_mixture, rename_components
+from revolution_env.agents.mixture import (
+    is_meta,
+    is_mixture,
+    load_meta,
+    load_mixture,
+    meta_members,
+    parse_mixture,
+    rename_components,
+)
 
 CHECKPOINT_SUFFIXES = (".zip", ".pt")
 SAMPLING = ":sample"  # after a checkpoint's path: the policy samples its actions instead of taking the argmax
@@ -44,7 +52,7 @@ def checkpoint_path(spec: str) -> str:
 
 
 def is_checkpoint(spec: str) -> bool:
-    if is_mixture(spec):
+    if is_mixture(spec) or is_meta(spec):
         return False
     path = checkpoint_path(spec)
     return path.endswith(CHECKPOINT_SUFFIXES) or os.path.exists(path)
@@ -59,7 +67,7 @@ def display_name(spec: str, folder: bool = True) -> str:
     """An agent spec as reports name it: a checkpoint by its folder and file stem (``checkpoints/three_players``;
     by the stem alone with ``folder=False``, as the web viewer's column headers have it), keeping a ``:sample``; a
     mixture by its components so named (its weights as written); any other spec as written."""
-    if is_mixture(spec):
+    if is_mixture(spec) or (is_meta(spec) and not spec.endswith(".json")):
         return rename_components(spec, lambda part: display_name(part, folder))
     path = checkpoint_path(spec)
     if "/" not in path and os.sep not in path and not path.endswith(CHECKPOINT_SUFFIXES):
@@ -74,9 +82,9 @@ def display_name(spec: str, folder: bool = True) -> str:
 def spec_problem(spec: Any) -> str | None:
     """Why :func:`load_agent` would refuse ``spec``, found without loading anything: None where it names ``random``,
     a heuristic, a checkpoint file that exists, or a mixture of those."""
-    if is_mixture(spec):
+    if is_mixture(spec) or is_meta(spec):
         try:
-            parts = parse_mixture(spec)
+            parts = parse_mixture(spec) if is_mixture(spec) else meta_members(spec)
         except ValueError as exc:
             return str(exc)
         return next((f"in {spec!r}, {problem}" for name, _ in parts if (problem := spec_problem(name))), None)
@@ -112,6 +120,8 @@ def load_agent(spec: str, **env_options: Any) -> Agent:
         return heuristics[spec](**env_options)
     if is_mixture(spec):
         return load_mixture(spec, load_agent, **env_options)
+    if is_meta(spec):
+        return load_meta(spec, load_agent, **env_options)
     if is_checkpoint(spec):
         return load_checkpoint_agent(spec, **env_options)
     raise ValueError(

@@ -1,4 +1,9 @@
-"""A mixed strategy over agents: each decision is made by one of them, drawn afresh with fixed weights.
+"""Mixed strategies over agents: per decision (``mix:``), or per game (``meta:`` and population files).
+
+A ``mix:`` spec makes each decision by one of its agents, drawn afresh with fixed weights (:class:`MixtureAgent`).
+A ``meta:`` spec (the same syntax) or a population file written by ``revolution psro`` (``population.json``)
+draws one agent at the start of every game and plays it for the whole game (:class:`MetaAgent`): PSRO's
+meta-strategy, a distribution over whole policies.
 
 ```
 revolution eval --players 2 --gauntlet "mix:checkpoints/two_players.pt@0.5,value@0.5" --opponents value bargain
@@ -27,17 +32,24 @@ import numpy as np
 from revolution_env.agents.base import Agent, act_batch
 
 PREFIX = "mix:"
+META = "meta:"
 WEIGHT = "@"
+POPULATION_FORMAT = "revolution-population"
 
 
 def is_mixture(spec: Any) -> bool:
     return isinstance(spec, str) and spec.startswith(PREFIX)
 
 
+def is_meta(spec: Any) -> bool:
+    """A per-game mixture: ``meta:SPEC@W,...`` or a population file (``.json``)."""
+    return isinstance(spec, str) and (spec.startswith(META) or spec.endswith(".json"))
+
+
 def _parts(spec: str) -> list[tuple[str, str | None]]:
-    """The components of a ``mix:`` spec as written: (spec, weight text, None where none is given)."""
+    """The components of a ``mix:`` or ``meta:`` spec as written: (spec, weight text, None where none is given)."""
     parts: list[tuple[str, str | None]] = []
-    for part in spec[len(PREFIX) :].split(","):
+    for part in spec.split(":", 1)[1].split(","):
         name, sep, weight = part.strip().rpartition(WEIGHT)  # ("", "", part) where it has no weight
         parts.append((name.strip(), weight.strip()) if sep else (weight, None))
     return parts
@@ -50,7 +62,7 @@ def parse_mixture(spec: str) -> list[tuple[str, float]]:
     for name, weight in _parts(spec):
         if not name:
             raise ValueError(f"{spec!r}: expected mix:SPEC[@WEIGHT],SPEC[@WEIGHT],... (an empty component)")
-        if is_mixture(name):
+        if is_mixture(name) or is_meta(name):
             raise ValueError(f"{spec!r}: a mixture cannot hold a mixture ({name!r})")
         try:
             w = 1.0 if weight is None else float(weight)
@@ -67,8 +79,10 @@ def parse_mixture(spec: str) -> list[tuple[str, float]]:
 def rename_components(spec: str, rename: Callable[[str], str]) -> str:
     """A ``mix:`` spec with each component's spec passed through ``rename`` and the weights kept as written: how
     reports name a mixture (a checkpoint by its short name)."""
-    return PREFIX + ",".join(
-        rename(name) + ("" if weight is None else WEIGHT + weight) for name, weight in _parts(spec)
+    return (
+        spec.split(":", 1)[0]
+        + ":"
+        + ",".join(rename(name) + ("" if weight is None else WEIGHT + weight) for name, weight in _parts(spec))
     )
 
 
@@ -128,3 +142,84 @@ def load_mixture(spec: str, load: Any, **env_options: Any) -> MixtureAgent:
     pairs = parse_mixture(spec)
     agents = [load(name, **env_options) for name, _ in pairs]
     return MixtureAgent(agents, [w for _, w in pairs], name=spec, **env_options)
+
+
+class MetaAgent(Agent):
+    """One of ``agents`` for a whole game, drawn at :meth:`reset` with probabilities ``weights`` (PSRO's
+    meta-strategy). It decides through the drawn agent alone; a batch of games (``act_batch``) is refused, since the
+    games of a batch each have their own draw: the evaluation plays it game by game, and a learner environment
+    draws a member per game as a league does (``members``)."""
+
+    def __init__(self, agents: list[Agent], weights: list[float], name: str = "meta", **env_options: Any) -> None:
+        super().__init__(**env_options)
+        p = np.asarray(weights, dtype=np.float64)
+        if not agents or len(agents) != len(weights) or not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
+            raise ValueError("MetaAgent: expected one non-negative weight per agent, not all 0")
+        self.agents = list(agents)
+        self.weights = p / p.sum()
+        self.name = name
+        self.current = 0
+
+    def members(self) -> list[tuple[Agent, float]]:
+        """The agents with their weights (what a league draws from, per game)."""
+        return list(zip(self.agents, self.weights.tolist()))
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self.current = int(self.rng.choice(len(self.agents), p=self.weights))
+        child = None if seed is None else int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
+        self.agents[self.current].reset(child)
+
+    def fork(self, seed: int | None) -> MetaAgent:
+        twin = copy.copy(self)
+        twin.agents = [agent.fork(None) for agent in self.agents]
+        twin.reset(seed)
+        return twin
+
+    def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
+        return self.agents[self.current].act(observation, info)
+
+
+def read_population(path: str) -> list[tuple[str, float]]:
+    """The (member spec, weight) pairs of a population file (``revolution psro``'s ``population.json``), a
+    checkpoint member's path taken relative to the file's folder; ``ValueError`` for anything else."""
+    import json
+    import os
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the population file: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a population file ({exc})") from None
+    if (
+        not isinstance(data, dict)
+        or data.get("format") != POPULATION_FORMAT
+        or not isinstance(data.get("population"), list)
+    ):
+        raise ValueError(f"{path}: not a finished population file (revolution psro writes one at the end of its run)")
+    pairs = []
+    for member in data["population"]:
+        spec, weight = member.get("spec"), member.get("weight")
+        if not isinstance(spec, str) or not isinstance(weight, (int, float)) or weight < 0:
+            raise ValueError(f"{path}: a malformed member: {member!r}")
+        local = os.path.join(os.path.dirname(path), spec.removesuffix(":sample"))
+        if os.path.isfile(local):
+            spec = local + spec[len(spec.removesuffix(":sample")) :]
+        if weight > 0:
+            pairs.append((spec, float(weight)))
+    if not pairs:
+        raise ValueError(f"{path}: no member has a positive weight")
+    return pairs
+
+
+def meta_members(spec: str) -> list[tuple[str, float]]:
+    """The (member spec, weight) pairs of a ``meta:`` spec or a population file."""
+    return parse_mixture(spec) if spec.startswith(META) else read_population(spec)
+
+
+def load_meta(spec: str, load: Any, **env_options: Any) -> MetaAgent:
+    """The per-game mixture a ``meta:`` spec or population file names, its members built by ``load``."""
+    pairs = meta_members(spec)
+    return MetaAgent([load(name, **env_options) for name, _ in pairs], [w for _, w in pairs], name=spec, **env_options)
