@@ -9,12 +9,14 @@ import copy
 import numpy as np
 import pytest
 import torch
+from revolution_training.checkpoint import read_checkpoint
 from revolution_training.config import TrainConfig, load_config
 from revolution_training.distributions import GroupedMaskableMultiCategorical
 from revolution_training.mmd import MagnetPPO, kl_to_magnet
 from revolution_training.train import make_vec_env, new_model, read_state, train
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
+from stable_baselines3.common.save_util import load_from_zip_file
 from torch.distributions import Categorical, kl_divergence
 
 from tests.test_training import write_config
@@ -169,9 +171,13 @@ def test_an_mmd_run_trains_saves_and_resumes_with_its_magnet(tmp_path, magnet):
     assert result.step >= 128 and not result.interrupted
     state = read_state(tmp_path / "run")
     assert state["config"]["algorithm"] == "mmd" and state["config"]["magnet"] == magnet
+    # a run that imitates keeps its start: the policy right after imitation, the magnet of magnet: imitation
+    assert (tmp_path / "run" / "imitation.pt").exists() == (magnet == "imitation")
+    if magnet == "imitation":
+        start = read_checkpoint(tmp_path / "run" / "imitation.pt")["policy"]["state_dict"]
+        _, params, _ = load_from_zip_file(tmp_path / "run" / state["model"], device="cpu", load_data=False)
+        assert torch.equal(params["policy"]["magnet.action_net.weight"], start[f"layers.{len(config.net_arch)}.weight"])
     # resume to a longer run: the magnet comes back from the save (it is part of the policy's state)
-    from stable_baselines3.common.save_util import load_from_zip_file
-
     _, params, _ = load_from_zip_file(tmp_path / "run" / state["model"], device="cpu", load_data=False)
     saved = {k: v for k, v in params["policy"].items() if k.startswith("magnet.")}
     assert bool(saved) == (magnet != "uniform")

@@ -14,6 +14,7 @@ train(load_config("configs/default.yaml"), out="runs/default")            # or r
 | `config.yaml`               | the config the run was started with                                          |
 | `saves/model_<step>.zip`    | SB3's model with its optimizer (what ``--resume`` continues from)            |
 | `latest.pt`, `best.pt`      | policy checkpoints (``revolution eval`` takes them): the last save, the best evaluation |
+| `imitation.pt`              | with ``pretrain_teacher``: the policy after imitating it, before PPO (the run's start) |
 | `league/`                   | the league: `league.json`, `snapshot_<step>.pt`, `exploiter_<step>.pt` (``revolution_training.league``) |
 | `exploiters/<step>/`        | each exploiter's training run (``exploiter_every``): `target.pt`, the learner it exploits, and `run/` |
 | `league.png`                | the league's win-rate matrix: the learner against each opponent, per snapshot |
@@ -82,6 +83,7 @@ STATE_FILE = "state.json"
 CONFIG_FILE = "config.yaml"
 LATEST = "latest.pt"
 BEST = "best.pt"
+IMITATION = "imitation.pt"  # the policy right after imitating pretrain_teacher, before PPO
 LEAGUE_PLOT = "league.png"
 RUN_FORMAT = "revolution-train-run"
 
@@ -668,6 +670,8 @@ def train(
                 print(f"magnet: {magnet}")
             callback = SelfPlayCallback(config, out, league, run)
             callback.init_callback(model)  # learn() does it too, but a run already at total_steps never calls learn()
+            if state is None and config.pretrain_teacher:  # the run's start, to compare its bot with (imitation.pt)
+                save_checkpoint(callback.checkpoint(), out / IMITATION)
             start_step, start_time = model.num_timesteps, time.time()
             remaining = max(0, config.total_steps - model.num_timesteps)
             with _stop_on_signals(callback):
