@@ -203,3 +203,20 @@ def test_a_ppo_run_is_a_maskable_ppo(tmp_path):
     venv = make_vec_env(config, tmp_path / "league")
     assert type(new_model(config, venv)) is MaskablePPO
     venv.close()
+
+
+def test_a_checkpoint_trained_to_mix_plays_sampling_unless_told_argmax(tmp_path):
+    from revolution_env.agents.loading import display_name, load_agent, spec_problem
+
+    run = train(load_config(write_config(tmp_path, total_steps=64, eval_sample=True)), out=tmp_path / "mix")
+    plain = train(load_config(write_config(tmp_path, total_steps=64)), out=tmp_path / "plain")
+    mixing = str(run.out / "latest.pt")
+    assert read_checkpoint(mixing)["policy"]["play"] == "sample"
+    assert "play" not in read_checkpoint(plain.out / "latest.pt")["policy"]
+    options = {"players": 3}
+    assert load_agent(mixing, **options).deterministic is False
+    assert load_agent(mixing + ":argmax", **options).deterministic is True
+    assert load_agent(mixing + ":sample", **options).deterministic is False
+    assert load_agent(str(plain.out / "latest.pt"), **options).deterministic is True
+    assert spec_problem(mixing + ":argmax") is None
+    assert display_name(mixing + ":argmax") == "mix/latest:argmax"

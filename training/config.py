@@ -178,8 +178,9 @@ class TrainConfig:
     evaluation is in effect a duel with a weak third party: 0.5 is parity."""
     eval_sample: bool = False
     """Evaluate the policy sampling its actions (the spec ``PATH:sample``) instead of its argmax: for a policy meant
-    to mix (a token-mode policy's argmax is taken token by token, not over whole bids). ``best.pt`` is picked by
-    these evaluations either way."""
+    to mix (an equilibrium is a mixed strategy; a token-mode policy's argmax is taken token by token, not over
+    whole bids). ``best.pt`` is picked by these evaluations either way, and the run's checkpoints say so: their
+    plain spec plays them sampling (``PATH:argmax`` takes the argmax)."""
     eval_workers: int = 1
     """Processes the evaluation plays its games in."""
     best_by: str = "mean"

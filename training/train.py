@@ -470,6 +470,8 @@ class SelfPlayCallback(BaseCallback):
 
     def checkpoint(self) -> dict[str, Any]:
         policy = policy_from_sb3(self.model.policy, self.config.activation)
+        if self.config.eval_sample:  # a policy meant to mix: its spec plays it sampling (PATH:argmax does not)
+            policy["play"] = "sample"
         return make_checkpoint(
             policy,
             self.config.env_options(),

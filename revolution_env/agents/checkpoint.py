@@ -327,13 +327,16 @@ def _short(nvec: Any) -> str:
     return str(nvec) if len(nvec) <= 3 else f"of length {len(nvec)}"
 
 
-def load_policy_agent(path: str, deterministic: bool = True, **env_options: Any) -> PolicyAgent:
-    """The policy checkpoint at ``path`` as an agent for ``env_options``.
+def load_policy_agent(path: str, deterministic: bool | None = None, **env_options: Any) -> PolicyAgent:
+    """The policy checkpoint at ``path`` as an agent for ``env_options``: taking its argmax (``deterministic``) or
+    sampling; None: as the checkpoint says it plays (``policy["play"]``: ``sample`` or ``argmax``, the default).
 
     Raises ``ValueError`` if the file is not a policy checkpoint, or if it was trained for another environment
     (the message names the options that differ)."""
     checkpoint = read_checkpoint(path)
     check_compatible(checkpoint, env_options, str(path))
+    if deterministic is None:
+        deterministic = checkpoint["policy"].get("play", "argmax") != "sample"
     try:
         agent = PolicyAgent(checkpoint["policy"], deterministic=deterministic, **env_options)
     except (KeyError, TypeError) as exc:

@@ -2,8 +2,10 @@
 
 Specs are what the command line and the evaluation reports call agents. A checkpoint (a ``.pt`` file, or any
 existing file) is loaded by :mod:`.checkpoint` (torch reads the file; no training library is needed). It plays its
-most likely legal action; with ``:sample`` after the path (``checkpoints/two_players.pt:sample``) it samples from
-its masked distribution instead (a mixed strategy, seeded by the agent's ``reset``). ``mix:SPEC@W,SPEC@W`` draws
+most likely legal action, or samples from its masked distribution (a mixed strategy, seeded by the agent's
+``reset``) where the checkpoint says it is meant to play so (a run with ``eval_sample``: its ``policy["play"]`` is
+``sample``); ``:sample`` after the path (``checkpoints/two_players.pt:sample``) samples, ``:argmax`` takes the
+argmax, whatever the checkpoint says. ``mix:SPEC@W,SPEC@W`` draws
 the agent of each decision among several (:mod:`.mixture`).
 """
 
@@ -28,6 +30,7 @@ from revolution_env.agents.mixture import (
 
 CHECKPOINT_SUFFIXES = (".zip", ".pt")
 SAMPLING = ":sample"  # after a checkpoint's path: the policy samples its actions instead of taking the argmax
+ARGMAX = ":argmax"  # after a checkpoint's path: the policy takes its most likely action
 
 
 def _heuristics() -> Mapping[str, Callable[..., Agent]]:
@@ -47,8 +50,8 @@ def known_specs() -> list[str]:
 
 
 def checkpoint_path(spec: str) -> str:
-    """The file a checkpoint spec names: the spec without its ``:sample`` suffix."""
-    return spec.removesuffix(SAMPLING)
+    """The file a checkpoint spec names: the spec without its ``:sample`` or ``:argmax`` suffix."""
+    return spec.removesuffix(SAMPLING).removesuffix(ARGMAX)
 
 
 def is_checkpoint(spec: str) -> bool:
@@ -96,11 +99,12 @@ def spec_problem(spec: Any) -> str | None:
 
 
 def load_checkpoint_agent(spec: str, **env_options: Any) -> Agent:
-    """A trained policy as an agent (:func:`.checkpoint.load_policy_agent`), sampling if the spec ends with
-    ``:sample``."""
+    """A trained policy as an agent (:func:`.checkpoint.load_policy_agent`): sampling if the spec ends with
+    ``:sample``, the argmax with ``:argmax``, else as the checkpoint says it plays."""
     from revolution_env.agents.checkpoint import load_policy_agent
 
-    return load_policy_agent(checkpoint_path(spec), deterministic=not spec.endswith(SAMPLING), **env_options)
+    deterministic = {SAMPLING: False, ARGMAX: True}.get(spec[len(checkpoint_path(spec)) :])
+    return load_policy_agent(checkpoint_path(spec), deterministic=deterministic, **env_options)
 
 
 def load_agent(spec: str, **env_options: Any) -> Agent:
@@ -108,7 +112,7 @@ def load_agent(spec: str, **env_options: Any) -> Agent:
 
     ``"random"`` is :class:`RandomAgent`; a heuristic's name comes from
     ``revolution_env.agents.heuristics.HEURISTICS``; a ``.zip``/``.pt`` path or an existing file is a checkpoint
-    (playing its argmax; ``PATH:sample`` samples instead); ``mix:SPEC@W,SPEC@W`` is a :class:`.mixture.MixtureAgent`.
+    (playing as it says, its argmax by default; ``PATH:sample`` samples, ``PATH:argmax`` takes the argmax); ``mix:SPEC@W,SPEC@W`` is a :class:`.mixture.MixtureAgent`.
     An unknown spec raises ``ValueError`` listing the known names.
     """
     if not isinstance(spec, str) or not spec:
@@ -125,5 +129,5 @@ def load_agent(spec: str, **env_options: Any) -> Agent:
     if is_checkpoint(spec):
         return load_checkpoint_agent(spec, **env_options)
     raise ValueError(
-        f"unknown agent spec {spec!r} (known: {', '.join(known_specs())}, a checkpoint file .zip/.pt, optionally with {SAMPLING}, or {MIXTURE}SPEC@W,SPEC@W,...)"
+        f"unknown agent spec {spec!r} (known: {', '.join(known_specs())}, a checkpoint file .zip/.pt, optionally with {SAMPLING} or {ARGMAX}, or {MIXTURE}SPEC@W,SPEC@W,...)"
     )
