@@ -279,6 +279,13 @@ def check_seed(seed: Any) -> int | None:
     return int(seed)
 
 
+def seed_streams(seed: int) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+    """A game's two independent random streams (settled case 16): D9's coin flip and D15's shuffles. The batched
+    engine and the batched evaluation draw from the same streams, so that a seed gives the same game everywhere."""
+    coin, deck = np.random.SeedSequence(seed).spawn(2)
+    return coin, deck
+
+
 class Game:
     """One game of Revolution!. Create it with :meth:`new`, then answer :attr:`decision` until it is over."""
 
@@ -289,7 +296,7 @@ class Game:
         if seed is None:
             seed = secrets.randbits(63)  # drawn once, so that any game can be exported and replayed
         self.seed = seed
-        coin_seq, deck_seq = np.random.SeedSequence(seed).spawn(2)
+        coin_seq, deck_seq = seed_streams(seed)
         self._coin_rng = np.random.default_rng(coin_seq)  # D9's coin flip
         self._deck_rng = np.random.default_rng(deck_seq)  # D15's shuffles
         S, A = L.seats, len(L.spaces)
