@@ -33,7 +33,7 @@ from revolution_env.agents.mixture import MixtureAgent
 from revolution_env.arena.runner import GameResult, IllegalMoveError, agent_seed
 from revolution_env.engine import kernels as K
 from revolution_env.engine.batched import BatchedGame, clean_bids_batch, priority_by_rule_batch
-from revolution_env.engine.game import Decision, make_layout, seed_streams
+from revolution_env.engine.game import COIN_STREAM, Decision, make_layout, seed_stream
 from revolution_env.env.batched import BatchedView
 from revolution_env.env.core import EnvConfig
 from revolution_env.env.encoding import Codec
@@ -74,7 +74,7 @@ def play_batched(
     forks = [[a.fork(agent_seed(int(t.seed), s)) for s, a in enumerate(row)] for t, row in zip(tasks, base)]
     coins = None
     if layout.scheming >= 0:  # D9's coin: the scalar engine's first stream of the game's seed
-        coins = [np.random.default_rng(seed_streams(int(s))[0]) for s in seeds]
+        coins = [seed_stream(int(s), COIN_STREAM) for s in seeds]
     everyone = np.arange(n)
     while not game.over.all():
         kind = game.kind

@@ -8,7 +8,7 @@ the batch; resolution runs per game in the compiled loops of :mod:`.kernels`, pa
 Apothecary or Remove decision. The scalar engine stays the reference (``tests/test_batched.py``).
 
 Every variant of the scalar engine plays here, the first edition included: each game's deck (D15) is shuffled by
-its own generator, seeded from the game's seed as :class:`Game` seeds it (``seed_streams``), the shuffles drawn
+its own generator, seeded from the game's seed as :class:`Game` seeds it (``seed_stream``), the shuffles drawn
 ahead into ``deck`` so that the compiled loops draw without calling back; the same seed deals the same cards.
 """
 
@@ -22,6 +22,7 @@ from revolution_env.engine import kernels as K
 from revolution_env.engine.components import TOKEN_TYPES
 from revolution_env.engine.game import (
     BIDDING,
+    DECK_STREAM,
     OVER,
     RESOLUTION,
     SCHEMING,
@@ -29,7 +30,7 @@ from revolution_env.engine.game import (
     IllegalAction,
     Layout,
     clean_bids,
-    seed_streams,
+    seed_stream,
 )
 from revolution_env.engine.kernels import (
     APO_AREA,
@@ -238,7 +239,7 @@ class BatchedGame:
             self.meta[g, DECK_LEFT] = self.deck.shape[2]  # the first shuffle, whole
             self._shuffles[g] = 0
             for i, seed in zip(g.tolist(), seeds.tolist()):
-                self._deck_rngs[i] = np.random.default_rng(seed_streams(seed)[1])
+                self._deck_rngs[i] = seed_stream(seed, DECK_STREAM)
             self._draw_ahead(g)
 
     def _draw_ahead(self, games: np.ndarray) -> None:
@@ -246,12 +247,15 @@ class BatchedGame:
         generator, in the order ``Game._shuffled_deck`` draws them, so that every slot but the one in use holds a
         shuffle still to come."""
         slots, D = self.deck.shape[1:]
-        behind = games[self._shuffles[games] < self.meta[games, DECK_SHUFFLE] + slots]
-        for i in behind.tolist():
+        wanted = self.meta[games, DECK_SHUFFLE] + slots
+        behind = self._shuffles[games] < wanted
+        for i, made, upto in zip(
+            games[behind].tolist(), self._shuffles[games[behind]].tolist(), wanted[behind].tolist()
+        ):
             rng = self._deck_rngs[i]
-            while self._shuffles[i] < self.meta[i, DECK_SHUFFLE] + slots:
-                self.deck[i, self._shuffles[i] % slots] = rng.permutation(D)
-                self._shuffles[i] += 1
+            for k in range(made, upto):
+                self.deck[i, k % slots] = rng.permutation(D)
+        self._shuffles[games[behind]] = wanted[behind]
 
     # --- decisions ---------------------------------------------------------------------------------------------
 
