@@ -542,8 +542,11 @@ def test_the_benchmark_plays_both_action_modes():
     for mode in ("bid", "tokens"):
         figures = bench.vector_random_play(2, 16, 0.2, action_mode=mode)
         assert figures["decisions_per_s"] > 0, mode
-    refused = subprocess.run([sys.executable, str(path), "--tokens"], capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 2 and "give --vector" in refused.stderr
+    assert bench.vector_random_play(3, 16, 0.2, first_edition=True)["decisions_per_s"] > 0  # --first-edition
+    assert bench.measure(bench.single_agent_random_play(3, first_edition=True), 0.2)["decisions_per_s"] > 0
+    for flag in ("--tokens", "--first-edition"):
+        refused = subprocess.run([sys.executable, str(path), flag], capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2 and "give --vector" in refused.stderr, flag
 
 
 def test_the_benchmark_trains_the_default_config_and_its_random_league(monkeypatch):
