@@ -4,6 +4,7 @@
     python scripts/benchmark.py --seconds 3 --players 2 3 4 --engine
     python scripts/benchmark.py --seconds 5 --vector 1 64 1024 4096   # also the single-agent and vector envs
     python scripts/benchmark.py --seconds 5 --vector 1024 --tokens       # ... and the vector env's token mode
+    python scripts/benchmark.py --seconds 5 --vector 1 1024 --first-edition   # both envs in the first edition
     python scripts/benchmark.py --seconds 5 --vector 1 64 1024 4096 --train 40960   # the README's table
 
 ``--vector N ...`` adds, for the first of ``--players``, the scalar single-agent env (the learner plays one seat,
@@ -12,6 +13,7 @@ batch size N (the same, N games at once; the learner's actions are drawn from th
 forward pass would give them): learner steps/s and games/s, the ratio to the scalar single-agent env, and the
 memory of the largest batch in flight (tracemalloc: the arrays of N games after some steps). ``--tokens`` adds the
 vector env's token mode at the largest N (a learner step is one token of a bid, or one other decision).
+``--first-edition`` plays the single-agent and vector envs in the first edition (the Card space and its deck).
 ``--train STEPS`` trains ``configs/default.yaml`` (no imitation, no evaluations) for STEPS learner steps three times
 and reports their learner steps/s while they train (start-up and tear-down apart): as configured (the training
 speed of the main job); with every opponent seat ``random`` (what the learner itself costs: forward passes, SB3's
@@ -85,18 +87,19 @@ def engine_random_play(rules):
     return play
 
 
-def single_agent_random_play(players: int, opponents: str = "random"):
+def single_agent_random_play(players: int, opponents: str = "random", **rules):
     """The scalar single-agent path: ``gym_env`` where it exists, else training's ``SelfPlayEnv`` (the env
-    ``revolution train`` steps today), with random opponents; the learner samples its mask."""
+    ``revolution train`` steps today), with random opponents; the learner samples its mask. ``rules``: rule options
+    (``first_edition=True``)."""
     import revolution_env
     from revolution_env import MaskedMultiDiscrete
 
     if hasattr(revolution_env, "gym_env"):
-        env = revolution_env.gym_env(players=players, opponents=opponents)
+        env = revolution_env.gym_env(players=players, opponents=opponents, **rules)
     else:
         from revolution_training.selfplay import make_selfplay_env
 
-        env = make_selfplay_env({"players": players}, None, [opponents])
+        env = make_selfplay_env({"players": players, **rules}, None, [opponents])
     space = MaskedMultiDiscrete(env.action_space.nvec, seed=0)
 
     def play(i: int) -> int:
@@ -156,14 +159,14 @@ def token_sampler(env, seed: int = 0):
 
 
 def vector_random_play(
-    players: int, num_envs: int, seconds: float, opponents: str = "random", action_mode: str = "bid"
+    players: int, num_envs: int, seconds: float, opponents: str = "random", action_mode: str = "bid", **rules
 ) -> dict[str, float]:
     """``vector_env`` with random opponents; learner actions drawn from the masks in batch (in the token mode, one
-    token a step: a learner step is a token)."""
+    token a step: a learner step is a token). ``rules``: rule options (``first_edition=True``)."""
     import revolution_env
 
     env = revolution_env.vector_env(
-        num_envs, players=players, opponents=opponents, keep_finished=0, action_mode=action_mode
+        num_envs, players=players, opponents=opponents, keep_finished=0, action_mode=action_mode, **rules
     )
     env.reset(seed=0)
     act = token_sampler(env) if action_mode == "tokens" else batched_sampler(env)
@@ -179,14 +182,14 @@ def vector_random_play(
     return {"decisions_per_s": steps / elapsed, "games_per_s": games / elapsed, "games": games}
 
 
-def vector_memory(players: int, num_envs: int, steps: int = 30) -> dict[str, float]:
+def vector_memory(players: int, num_envs: int, steps: int = 30, **rules) -> dict[str, float]:
     """Bytes held by ``num_envs`` games in flight (tracemalloc: after ``steps`` steps, and the peak)."""
     import tracemalloc
 
     import revolution_env
 
     tracemalloc.start()
-    env = revolution_env.vector_env(num_envs, players=players, opponents="random")
+    env = revolution_env.vector_env(num_envs, players=players, opponents="random", **rules)
     env.reset(seed=0)
     act = batched_sampler(env)
     for _ in range(steps):
@@ -291,9 +294,16 @@ def main() -> None:
         "run's work, which bounds what the cores can do); report their learner steps/s beside the single-agent "
         "env's random play",
     )
+    parser.add_argument(
+        "--first-edition",
+        action="store_true",
+        help="with --vector, play the single-agent and vector envs in the first edition (Card space and deck)",
+    )
     args = parser.parse_args()
     if args.tokens and not args.vector:
         parser.error("--tokens measures the vector env: give --vector N ... too")
+    if args.first_edition and not args.vector:
+        parser.error("--first-edition measures the single-agent and vector envs: give --vector N ... too")
     warnings.simplefilter("ignore")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -311,15 +321,20 @@ def main() -> None:
         if args.engine:
             results[f"revolution engine, {p} players"] = measure(engine_random_play(Rules(players=p)), args.seconds)
     vector: dict[str, dict[str, float]] = {}
+    rules = {"first_edition": True} if args.first_edition else {}
     if args.vector:
         p = args.players[0]
-        o = args.opponents
-        vector[f"single-agent env, {p}p, {o}"] = measure(single_agent_random_play(p, o), args.seconds)
+        o = args.opponents + (", first edition" if args.first_edition else "")
+        vector[f"single-agent env, {p}p, {o}"] = measure(
+            single_agent_random_play(p, args.opponents, **rules), args.seconds
+        )
         for n in args.vector:
-            vector[f"vector_env N={n}, {p}p, {o}"] = vector_random_play(p, n, args.seconds, o)
+            vector[f"vector_env N={n}, {p}p, {o}"] = vector_random_play(p, n, args.seconds, args.opponents, **rules)
         if args.tokens:
             n = max(args.vector)
-            vector[f"vector_env N={n}, {p}p, {o}, tokens"] = vector_random_play(p, n, args.seconds, o, "tokens")
+            vector[f"vector_env N={n}, {p}p, {o}, tokens"] = vector_random_play(
+                p, n, args.seconds, args.opponents, "tokens", **rules
+            )
         results.update(vector)
     results["connect_four_v3 AEC"] = measure(aec_random_play(connect_four_v3.env), args.seconds)
     try:
@@ -348,7 +363,7 @@ def main() -> None:
                 f"{r['decisions_per_s'] / scalar:15.1f} {ratio_goof}"
             )
         largest = max(args.vector)
-        memory = vector_memory(args.players[0], largest)
+        memory = vector_memory(args.players[0], largest, **rules)
         results[f"vector_env N={largest} memory"] = memory
         print(
             f"memory of {largest} games in flight (tracemalloc): {memory['current_bytes'] / 2**20:.1f} MiB held, "

@@ -41,6 +41,7 @@ from revolution_env.agents.heuristics import ValueBot
 from revolution_env.agents.loading import load_agent
 from revolution_env.arena.runner import GameRunner
 from revolution_env.engine.game import Decision
+from revolution_env.engine.scenario import run_scenario, state_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {
@@ -768,16 +769,39 @@ def test_ctrl_c_while_imitating_says_there_is_nothing_to_resume(tmp_path):
     assert not (out / "state.json").exists()
 
 
-def test_the_env_backend_is_the_batched_engine_but_for_the_first_edition():
+def test_the_env_backend_is_the_batched_engine_for_every_variant():
     from revolution_training.config import TrainConfig
 
     assert TrainConfig().backend() == "vector"
-    assert TrainConfig(first_edition=True).backend() == "subprocess"
+    assert TrainConfig(first_edition=True).backend() == "vector"
+    assert TrainConfig(first_edition=True, env_backend="vector").backend() == "vector"
+    assert TrainConfig(first_edition=True, env_backend="subprocess").backend() == "subprocess"
     assert TrainConfig(env_backend="subprocess").backend() == "subprocess"
-    with pytest.raises(ValueError, match="env_backend: the batched engine does not play the first edition"):
-        TrainConfig(first_edition=True, env_backend="vector")
     with pytest.raises(ValueError, match="env_backend: expected one of auto, vector, subprocess"):
         TrainConfig(env_backend="gpu")
+
+
+def test_the_first_edition_trains_on_the_vector_backend(tmp_path):
+    """A first-edition run's games are the batched engine's: the learner's Remove decisions among them, and its
+    finished games replay."""
+    from revolution_training.train import make_vec_env
+
+    config = load_config(write_config(tmp_path, n_envs=4, first_edition=True, heuristics=["random", "value"]))
+    venv = make_vec_env(config, tmp_path / "league")
+    vector = venv.venv.venv  # VecMonitor, SB3VecEnv, the vector env
+    assert vector.layout.card_space >= 0
+    venv.seed(0)
+    venv.reset()
+    kinds, finished = set(), []
+    for _ in range(300):
+        masks = np.stack(venv.env_method("action_masks"))
+        kinds.update(vector._kinds.tolist())
+        venv.step(np.stack([_masked_sample(m, venv.action_space.nvec) for m in masks]))
+        finished += vector.pop_finished()
+    assert int(Decision.REMOVE) in kinds and finished
+    for scenario, final in finished:
+        assert state_dict(run_scenario(scenario)) == final
+    venv.close()
 
 
 def test_the_vector_backend_reports_who_the_learner_played(tmp_path):

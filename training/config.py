@@ -59,7 +59,7 @@ class TrainConfig:
     env_backend: str = "auto"
     """``vector``: the batched engine (``revolution_env.vector_env``) steps all games in one process, random and
     snapshot opponents in batch, heuristics game by game; ``subprocess``: one scalar self-play env per process;
-    ``auto``: ``vector``, or ``subprocess`` for the first edition (which the batched engine does not play)."""
+    ``auto``: ``vector`` (the batched engine plays every variant, the first edition included)."""
     n_steps: int = 256
     """Steps per environment per rollout (a PPO update sees ``n_envs * n_steps`` steps)."""
     batch_size: int = 128
@@ -186,9 +186,7 @@ class TrainConfig:
 
     def backend(self) -> str:
         """The environment backend this run uses (``env_backend`` with ``auto`` decided)."""
-        if self.env_backend != "auto":
-            return self.env_backend
-        return "subprocess" if self.first_edition else "vector"
+        return "vector" if self.env_backend == "auto" else self.env_backend
 
     def update_threads(self) -> int:
         """Torch threads for PPO's updates (``torch_threads``, None decided)."""
@@ -378,8 +376,6 @@ def check(config: TrainConfig) -> None:
         raise ValueError("exploiter_every: exploiters join the league under opponent_sampling: pfsp only")
     if config.players == 2 and config.bid_refunds is False:
         raise ValueError("bid_refunds: the two-player variant always plays with Bid Refunds")
-    if config.first_edition and config.env_backend == "vector":
-        raise ValueError("env_backend: the batched engine does not play the first edition (use auto or subprocess)")
     if config.action_mode == "tokens" and config.backend() != "vector":
         raise ValueError("action_mode: tokens trains on the batched engine only (env_backend: auto or vector)")
     if config.first_edition and config.bid_refunds is False:

@@ -166,8 +166,6 @@ def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
         return VecMonitor(
             SB3VecEnv(vector_env(config.n_envs, opponents=league, action_mode=config.action_mode, **options))
         )
-    if config.first_edition and config.env_backend == "auto":
-        print("env_backend: the first edition runs on the scalar engine, one subprocess per game (slower)")
     if config.n_envs == 1:
         venv: VecEnv = DummyVecEnv([env_factory(config, league_folder, False)])
     else:

@@ -18,7 +18,8 @@ pass (``PolicyAgent.act_batch``), a heuristic bot through its compiled code
 (``revolution_env.agents.compiled``: the same decisions as its ``act`` on each row in turn, about 0.2 ms a bid).
 Other agents are called per game through their scalar ``act(observation, info)`` on observations built in batch.
 
-Not supported: the first edition (``ValueError`` at construction) and rendering.
+Every variant plays here, the first edition included (its Remove decisions are the learner's, or an opponent's,
+like Spy and Apothecary). Not supported: rendering.
 """
 
 from __future__ import annotations
@@ -136,11 +137,6 @@ class RevolutionVectorEnv(VectorEnv):
         self.config = config = EnvConfig.from_options(options)
         # what opponents are built for: they play whole bids whatever the learner's action mode
         self.options = {k: v for k, v in options.items() if k not in ("render_mode", "action_mode")}
-        if config.rules.first_edition:
-            raise ValueError(
-                "first_edition: the batched engine does not support the first edition (Card space and deck); "
-                "use revolution_env.env or gym_env for it"
-            )
         try:
             self.layout = make_layout(config.rules)
         except (BoardError, RulesError) as exc:
