@@ -64,7 +64,7 @@ def cube_targets(g, kind, cubes, supply, meta, cfg, spaces, out):
     A, S = cfg[C_AREAS], cfg[C_SEATS]
     for a in range(A):
         prot = False
-        if cfg[C_ACB]:  # Area Control Bonus: an area wholly held by one seat is untouchable (RULES.md §5)
+        if cfg[C_ACB]:  # Area Control Bonus: an area wholly held by one seat is untouchable (docs/rules.md §5)
             most = 0
             for s in range(S):
                 most = max(most, cubes[g, a, s])
@@ -224,7 +224,7 @@ def priority_by_rule(g, bids, cfg, strength):
 
 @jit
 def contest(g, bids, best_, contested, meta, cfg, strength):
-    """Once bids are final, each target's strictly highest bid (RULES.md §3, §4)."""
+    """Once bids are final, each target's strictly highest bid (docs/rules.md §3, §4)."""
     for c in range(cfg[C_TARGETS]):
         best = 0
         who = -1
@@ -292,7 +292,7 @@ def score(g, tokens, support, cubes, meta, fin_support, fin_tokens, fin_areas, f
 @jit
 def advance(g, st, tb):
     """Run the rules until a decision is needed or the game is over: resolve the characters from the cursor
-    (RULES.md §4: the strictly highest bid wins, tokens are spent, benefits come at once), then end the round."""
+    (docs/rules.md §4: the strictly highest bid wins, tokens are spent, benefits come at once), then end the round."""
     tokens, bank, support, cubes, supply, bids = st[0], st[1], st[2], st[3], st[4], st[5]
     winners, best, contested, meta = st[7], st[8], st[9], st[11]
     cfg, strength, rewards, char_support, char_area, spaces = tb[0], tb[2], tb[3], tb[4], tb[5], tb[6]
@@ -438,7 +438,7 @@ def choose(g, value, st, tb):
 @jit
 def submit_many(games, raw, given, coin, st, tb, hist_bids, hist_priority):
     """The players' bids ``raw`` (n, P, T, 3) of ``games``, already checked to place exactly the held tokens (D3):
-    cleaned (illegal tokens, then bids past the sixth character, to the bank: RULES.md §3, D16, D18), recorded in
+    cleaned (illegal tokens, then bids past the sixth character, to the bank: docs/rules.md §3, D16, D18), recorded in
     the history, then Scheming (two players: D9's priority, ``given`` where >= 0 else the rule, else ``coin``) and
     resolution up to the next decision or the end. Returns the index of a game whose given priority contradicts
     the rule, or -1; nothing of that game or the ones after it is changed then."""
@@ -489,7 +489,7 @@ def submit_many(games, raw, given, coin, st, tb, hist_bids, hist_priority):
                 return i
             first = given[i] if given[i] >= 0 else (ruled if ruled >= 0 else coin[i])
             hist_priority[g, r] = first
-            for s in range(S):  # Scheming Gold goes to the bank, whatever follows (RULES.md §6)
+            for s in range(S):  # Scheming Gold goes to the bank, whatever follows (docs/rules.md §6)
                 gold = bids[g, s, sch, GOLD]
                 scheming_gold[g, s] = gold
                 bank[g, GOLD] += gold

@@ -12,7 +12,7 @@ does, it is the learner.
     python scripts/experiments/oracle_opponent.py --mode blind  --steps 1500000 --out runs/blind_2p
 
 Each writes ``<out>/evals.json`` (greedy win rates against each heuristic, seats alternated, the same seeds at
-every evaluation). Not a product feature: the env's observation is fixed by the interface (ENVIRONMENT.md).
+every evaluation). Not a product feature: the env's observation is fixed by the interface (docs/environment.md §4).
 
 Result (2026-11-25, 1.5M steps each, both runs at once on 2 cores, 10 min; 120 games per heuristic, value / bargain
 / area, at 0, 250k, 500k, ..., 1.5M steps):
