@@ -123,7 +123,7 @@ def replaced_v1(**options: Any) -> Any:
     raise ValueError(
         "revolution_v1 is replaced by revolution_v2: pettingzoo.make('aec', 'revolution_v2') or revolution_env.env()."
         " v2 changes Guy's beat (D11 revised), infos hold numbers (revolution_env.Decision), and illegal actions"
-        " follow the `illegal` option (see the README, 'v1 -> v2')"
+        " follow the `illegal` option (see docs/environment.md §5)"
     )
 
 
