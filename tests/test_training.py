@@ -93,13 +93,17 @@ def untrained_checkpoint(tmp_path: Path, **env_options) -> Path:
 # --- the config --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.stem)
+# the shipped bots' stages and the main job (configs/), and the runs tried and not shipped (experiments/)
+CONFIGS = sorted((ROOT / "configs").glob("*.yaml")) + sorted((ROOT / "experiments").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_shipped_configs_load(path):
     config = load_config(path)
     assert config.p_latest + config.p_past + config.p_heuristics == pytest.approx(1.0)
     if config.init_from:  # a later stage starts from the run of an earlier stage's config (the folder, or a
         # checkpoint in it such as its latest.pt), or from a shipped bot
-        runs = {load_config(p).out for p in (ROOT / "configs").glob("*.yaml")}
+        runs = {load_config(p).out for p in CONFIGS}
         source = Path(config.init_from)
         assert config.init_from in runs or source.parent.as_posix() in runs or (ROOT / source).is_file()
 
