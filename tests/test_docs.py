@@ -93,6 +93,8 @@ def test_the_citation_checks_can_fail(tmp_path):
     m = SECTION.search('(docs/environment.md §5 "Single agent")')
     assert m and m.groups() == ("environment", "5", None, "Single agent")
     assert SECTION.search("docs/rules.md §1–§7").group(3) == "7"
+    assert slug('6. Two players: the puppet "Guy Fawkes"') == "6-two-players-the-puppet-guy-fawkes"
+    assert slug("Decisions D1–D18") == "decisions-d1d18"
 
 
 def test_rules_keep_the_numbering_of_sections_and_decisions():
@@ -143,3 +145,27 @@ def test_environment_doc_action_sizes(options, row):
     env = revolution_env.raw_env(**options)
     nvec = env.action_space(env.possible_agents[0]).nvec
     assert [int(c) for c in cells] == [int(nvec[0]), int(nvec[1]), len(nvec), int(np.sum(nvec))]
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+def test_every_markdown_link_lands():
+    """A link in a Markdown file goes to a file or folder of the repository, and its #anchor to a heading there."""
+    broken = []
+    for path in FILES:
+        if path.suffix != ".md":
+            continue
+        for m in re.finditer(r"\]\(([^)\s]+)\)", path.read_text(encoding="utf-8")):
+            target = m.group(1)
+            if re.match(r"[a-z]+:", target):  # https:, mailto:
+                continue
+            file, _, anchor = target.partition("#")
+            dest = (path.parent / file) if file else path
+            if not dest.exists():
+                broken.append(f"{path.relative_to(ROOT)}: {target}")
+            elif anchor and anchor not in {slug(h) for h in headings(dest)}:
+                broken.append(f"{path.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, "links that land nowhere:\n" + "\n".join(broken)
