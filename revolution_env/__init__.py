@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 
 
 def vector_env(num_envs: int, players: int = 3, opponents=None, seat=None, **options):
-    """``num_envs`` single-agent games stepped in batch (ENVIRONMENT.md, "Vectorised"); see
+    """``num_envs`` single-agent games stepped in batch (docs/environment.md §5 "Vectorised"); see
     :func:`revolution_env.arena.vector.vector_env`. Imported on first use, so that ``import revolution_env`` does
     not load the batched engine (and numba)."""
     from revolution_env.arena.vector import vector_env as make

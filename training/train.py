@@ -308,10 +308,12 @@ def imitate(model: MaskablePPO, config: TrainConfig) -> float:
         model.logger.record(f"pretrain/{key}", value)
     model.logger.dump(0)
     elapsed = time.time() - start
-    print(
-        f"imitated {config.pretrain_teacher} on {len(demos):,} decisions of {demos.games:,} games: held-out accuracy "
-        f"{report['accuracy']:.1%} (bids {report['bid_accuracy']:.1%}), value mse {report['value_mse']:.4f}, "
-        f"{elapsed:.0f} s",
+    print(  # what the figures are, in the line itself: a reader of the log has nothing else
+        f"imitated {config.pretrain_teacher} on {len(demos):,} decisions of {demos.games:,} games in {elapsed:.0f} s;"
+        f" on the tenth held out, the policy's likeliest action is the teacher's in {report['accuracy']:.1%} of"
+        f" decisions ({report['bid_accuracy']:.1%} of bids, where every token must go to the same target as the"
+        f" teacher's) and in {report['dim_accuracy']:.1%} of single choices that had options; value mse"
+        f" {report['value_mse']:.4f}",
         flush=True,
     )
     return elapsed

@@ -1,4 +1,4 @@
-"""``revolution_env.vector_env``: many single-agent games stepped in batch (ENVIRONMENT.md, "Vectorised").
+"""``revolution_env.vector_env``: many single-agent games stepped in batch (docs/environment.md §5 "Vectorised").
 
 | property        | value                                                                                          |
 |-----------------|------------------------------------------------------------------------------------------------|
@@ -57,7 +57,7 @@ try:
 except ImportError:  # gymnasium 1.0 names no autoreset modes (its own vector envs reset on the next step)
     SAME_STEP = "SameStep"
 
-DEFAULT_OPPONENT = "value"  # the strongest heuristic, as gym_env's default (ENVIRONMENT.md, "Single agent")
+DEFAULT_OPPONENT = "value"  # the strongest heuristic, as gym_env's default (docs/environment.md §5 "Single agent")
 _POOL: list[ThreadPoolExecutor] = []
 
 
@@ -371,9 +371,9 @@ class RevolutionVectorEnv(VectorEnv):
         return self.view.observe(self.game, g, seats, kinds), self.view.masks(self.game, g, seats, kinds)
 
     def pop_finished(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """The games finished since the last call, as ``(scenario, final_state)`` pairs: the scenario (SCENARIOS.md,
-        with ``seed`` and, with two players, ``priority`` in every round) replays to the final state. Games ended
-        by an illegal action are not among them."""
+        """The games finished since the last call, as ``(scenario, final_state)`` pairs: the scenario
+        (docs/scenarios.md §3, with ``seed`` and, with two players, ``priority`` in every round) replays to the
+        final state. Games ended by an illegal action are not among them."""
         out = []
         for records in self._finished:
             for i in range(len(records)):
@@ -616,7 +616,7 @@ class RevolutionVectorEnv(VectorEnv):
 def vector_env(
     num_envs: int, players: int = 3, opponents: Any = None, seat: int | None = None, **options: Any
 ) -> RevolutionVectorEnv:
-    """``num_envs`` single-agent games stepped in batch by the batched engine (ENVIRONMENT.md, "Vectorised").
+    """``num_envs`` single-agent games stepped in batch by the batched engine (docs/environment.md §5 "Vectorised").
 
     ``opponents``: one agent spec (``"random"``, a heuristic's name, a checkpoint path, a ``mix:`` mixture) or
     ``Agent`` for every other seat, a list of one per other seat, or a league object whose ``sample(rng, slot)``

@@ -1,7 +1,7 @@
 """N games of one variant held as arrays (the batch first) and stepped together.
 
 :class:`BatchedGame` is the batched counterpart of :class:`revolution_env.engine.game.Game`: the same rules
-(RULES.md, D1-D18), the same state as arrays with a leading batch axis (``tokens (N, S, 3)``, ``bank (N, 3)``,
+(docs/rules.md, D1-D18), the same state as arrays with a leading batch axis (``tokens (N, S, 3)``, ``bank (N, 3)``,
 ``support (N, S)``, ``cubes (N, A, S)``, ``supply (N, S)``, ``bids (N, S, T, 3)``, ...), and one pending decision
 per game (``kind (N,)``, ``decider (N,)``). Bids of many games are submitted in one call and cleaned with NumPy over
 the batch; resolution runs per game in the compiled loops of :mod:`.kernels`, pausing a game at a Guy, Spy,
@@ -391,7 +391,7 @@ class BatchedGame:
         )
 
     def state_dict(self, game: int) -> dict[str, Any]:
-        """Game ``game``'s canonical state (SCENARIOS.md), as ``engine.scenario.state_dict`` gives it."""
+        """Game ``game``'s canonical state (docs/scenarios.md §2), as ``engine.scenario.state_dict`` gives it."""
         return self.snapshot([game]).state_dict(0)
 
     def export(self, game: int) -> dict[str, Any]:
@@ -501,7 +501,7 @@ def _bid_dict(bid: np.ndarray, names: tuple[str, ...]) -> dict[str, dict[str, in
 
 def clean_bids_batch(bids: np.ndarray, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
     """``engine.game.clean_bids`` over a batch: bids (n, players, T, 3) -> cleaned bids and, per game, the tokens
-    that go to the bank (n, 3) (RULES.md §3, D16, D18)."""
+    that go to the bank (n, 3) (docs/rules.md §3, D16, D18)."""
     return clean_bids(bids, layout, batch_dims=1)
 
 

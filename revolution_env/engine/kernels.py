@@ -72,7 +72,7 @@ def cube_targets(g, kind, cubes, supply, meta, cfg, spaces, out):
     A, S = cfg[C_AREAS], cfg[C_SEATS]
     for a in range(A):
         prot = False
-        if cfg[C_ACB]:  # Area Control Bonus: an area wholly held by one seat is untouchable (RULES.md §5)
+        if cfg[C_ACB]:  # Area Control Bonus: an area wholly held by one seat is untouchable (docs/rules.md §5)
             most = 0
             for s in range(S):
                 most = max(most, cubes[g, a, s])
@@ -105,7 +105,7 @@ def cube_targets(g, kind, cubes, supply, meta, cfg, spaces, out):
             out[a, meta[g, APO_SEAT]] = False
         for s in range(S):
             out[meta[g, APO_AREA], s] = False
-    else:  # K_REMOVE: an opponent's cube, the drawer's own are out of reach (RULES.md §7)
+    else:  # K_REMOVE: an opponent's cube, the drawer's own are out of reach (docs/rules.md §7)
         for a in range(A):
             out[a, meta[g, DSEAT]] = False
     n = 0
@@ -232,7 +232,7 @@ def priority_by_rule(g, bids, cfg, strength):
 
 @jit
 def contest(g, bids, best_, contested, meta, cfg, strength):
-    """Once bids are final, each target's strictly highest bid (RULES.md §3, §4)."""
+    """Once bids are final, each target's strictly highest bid (docs/rules.md §3, §4)."""
     for c in range(cfg[C_TARGETS]):
         best = 0
         who = -1
@@ -270,7 +270,7 @@ def pay(g, seat, amount, tokens, bank):
 
 @jit
 def start_cards(g, c, bank, bids, winners, card_queue, cfg):
-    """The Card space (RULES.md §7): no contest; all Gold placed there goes to the bank, refunds or not, and each
+    """The Card space (docs/rules.md §7): no contest; all Gold placed there goes to the bank, refunds or not, and each
     Gold, up to the limit per seat, is a card for its owner to draw."""
     for s in range(cfg[C_SEATS]):
         card_queue[g, s] = min(bids[g, s, c, GOLD], cfg[C_CARD_MAX])
@@ -283,7 +283,7 @@ def start_cards(g, c, bank, bids, winners, card_queue, cfg):
 @jit
 def draw_cards(g, st, tb):
     """The cards still to draw, seat by seat from seat 0, each resolved as it is drawn; stops at a Remove decision
-    (RULES.md §7). An empty draw pile is the game's next shuffle of the whole deck (D15), drawn ahead into ``deck``
+    (docs/rules.md §7). An empty draw pile is the game's next shuffle of the whole deck (D15), drawn ahead into ``deck``
     by ``BatchedGame`` from the game's own seeded generator, as ``Game._shuffled_deck`` draws it."""
     tokens, bank, support, cubes, supply, meta = st[0], st[1], st[2], st[3], st[4], st[11]
     deck, card_queue, drawn = st[16], st[17], st[18]
@@ -352,7 +352,7 @@ def score(g, tokens, support, cubes, meta, fin_support, fin_tokens, fin_areas, f
 @jit
 def advance(g, st, tb):
     """Run the rules until a decision is needed or the game is over: resolve the characters from the cursor
-    (RULES.md §4: the strictly highest bid wins, tokens are spent, benefits come at once; the first edition's Card
+    (docs/rules.md §4: the strictly highest bid wins, tokens are spent, benefits come at once; the first edition's Card
     space draws its cards, §7), then end the round."""
     tokens, bank, support, cubes, supply, bids = st[0], st[1], st[2], st[3], st[4], st[5]
     winners, best, contested, meta, card_queue = st[7], st[8], st[9], st[11], st[17]
@@ -503,7 +503,7 @@ def choose(g, value, st, tb):
 @jit
 def submit_many(games, raw, given, coin, st, tb, hist_bids, hist_priority):
     """The players' bids ``raw`` (n, P, T, 3) of ``games``, already checked to place exactly the held tokens (D3):
-    cleaned (illegal tokens, then bids past the sixth character, to the bank: RULES.md §3, D16, D18), recorded in
+    cleaned (illegal tokens, then bids past the sixth character, to the bank: docs/rules.md §3, D16, D18), recorded in
     the history, then Scheming (two players: D9's priority, ``given`` where >= 0 else the rule, else ``coin``) and
     resolution up to the next decision or the end. Returns the index of a game whose given priority contradicts
     the rule, or -1; nothing of that game or the ones after it is changed then."""
@@ -558,7 +558,7 @@ def submit_many(games, raw, given, coin, st, tb, hist_bids, hist_priority):
                 return i
             first = given[i] if given[i] >= 0 else (ruled if ruled >= 0 else coin[i])
             hist_priority[g, r] = first
-            for s in range(S):  # Scheming Gold goes to the bank, whatever follows (RULES.md §6)
+            for s in range(S):  # Scheming Gold goes to the bank, whatever follows (docs/rules.md §6)
                 gold = bids[g, s, sch, GOLD]
                 scheming_gold[g, s] = gold
                 bank[g, GOLD] += gold
