@@ -422,3 +422,15 @@ def test_maskable_ppo_learns_from_every_row_on_the_sb3_adapter() -> None:
             assert rewards[i] in (-1.0, 1.0) and "terminal_observation" in infos[i]
             ended += 1
     assert ended % 3 == 0
+
+
+def test_the_benchmark_trains_by_pure_self_play_and_counts_real_decisions_apart():
+    """scripts/benchmark.py --train's self-play run (a smoke test, no timing): rows and real decisions apart."""
+    import importlib.util
+
+    path = os.path.join(ROOT, "scripts", "benchmark.py")
+    spec = importlib.util.spec_from_file_location("benchmark", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    figures = bench.selfplay_training(192, n_envs=4, n_steps=16, batch_size=64)
+    assert figures["steps"] == 192 and 0 < figures["decisions_per_s"] < figures["rows_per_s"]
