@@ -40,7 +40,7 @@ from revolution_env.env.batched import BatchedView, seat_rewards
 from revolution_env.env.core import EnvConfig
 from revolution_env.env.encoding import Codec, IllegalActionError
 from revolution_env.env.observation import ObservationLayout
-from revolution_env.env.tokens import TokenCodec, check_action_mode
+from revolution_env.env.tokens import TokenCodec
 
 
 class SelfPlayVectorEnv(VectorEnv):
@@ -60,7 +60,6 @@ class SelfPlayVectorEnv(VectorEnv):
         if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) or num_games < 1:
             raise ValueError(f"num_games: expected a positive integer, got {num_games!r}")
         options = dict(options, players=players)
-        check_action_mode(options.get("action_mode", "bid"))
         if options.get("render_mode") is not None:
             raise ValueError("render_mode: the self-play vector env does not render (use revolution_env.env)")
         self.config = config = EnvConfig.from_options(options)
