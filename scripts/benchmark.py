@@ -19,7 +19,8 @@ and reports their learner steps/s while they train (start-up and tear-down apart
 speed of the main job); with every opponent seat ``random`` (what the learner itself costs: forward passes, SB3's
 buffer, PPO's updates; the difference is what the league's opponents cost); and with PPO's updates and the
 opponents on one thread, whose seconds are the run's work: no schedule on this machine's cores can beat that work
-shared perfectly among them, so ``cores x`` that rate bounds the first.
+shared perfectly among them, so ``cores x`` that rate bounds the first. A fourth run trains it with ``selfplay: true``
+(every seat of every game the learner): its learner steps are rows, the real decisions among them counted apart.
 
 Every measurement plays whole games with uniformly random legal moves (sampled from the action mask) for a
 fixed time on one core and reports decisions per second (one agent decision = one AEC step; in goofspiel one
@@ -262,6 +263,27 @@ def default_training(steps: int, one_core: bool = False, **overrides) -> dict[st
     }
 
 
+def selfplay_training(steps: int, **overrides) -> dict[str, float]:
+    """``default_training`` with ``selfplay: true`` (the league's keys back to their defaults). A learner step is a
+    row, a seat of a game: ``rows_per_s`` counts them all, ``decisions_per_s`` those with a real decision (a row
+    that waits while another seat decides steps with the no-op), from the env's own count."""
+    from unittest import mock
+
+    import revolution_training.train as training
+    from revolution_training.config import LEAGUE_OPPONENTS
+
+    made, make = [], training.make_vec_env
+
+    def kept(*args):  # the run's env, for its count of real decisions
+        made.append(make(*args))
+        return made[-1]
+
+    with mock.patch.object(training, "make_vec_env", kept):
+        run = default_training(steps, selfplay=True, **{**LEAGUE_OPPONENTS, **overrides})
+    share = made[0].get_attr("decisions_made")[0] / run["steps"]
+    return {**run, "rows_per_s": run["decisions_per_s"], "decisions_per_s": run["decisions_per_s"] * share}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=10.0, help="time per measurement")
@@ -377,6 +399,7 @@ def main() -> None:
             args.train, **RANDOM_LEAGUE
         )
         results["revolution train, configs/default.yaml, one core"] = alone = default_training(args.train, True)
+        results["revolution train, configs/default.yaml, selfplay"] = pure = selfplay_training(args.train)
         rate = scalar["decisions_per_s"]
         print(
             f"\nrevolution train on configs/default.yaml ({trained['steps']:,} PPO steps, no imitation or evaluations),"
@@ -392,6 +415,11 @@ def main() -> None:
                 f"  {name:38} {r['decisions_per_s']:8,.0f} learner steps/s  {r['decisions_per_s'] / rate:5.2f}x"
                 f"  ({r['seconds']:.1f} s; {r['other_seconds']:.1f} s of start-up and tear-down apart)"
             )
+        print(
+            f"  {'pure self-play (every seat the learner)':38} {pure['rows_per_s']:8,.0f} learner steps/s  "
+            f"{pure['rows_per_s'] / rate:5.2f}x  ({pure['seconds']:.1f} s; of which real decisions "
+            f"{pure['decisions_per_s']:,.0f}/s, {pure['decisions_per_s'] / rate:.2f}x)"
+        )
         cores = usable_cores()
         bound = cores * alone["decisions_per_s"]
         print(

@@ -119,6 +119,13 @@ def test_shipped_configs_load(path):
         ("heuristics: []", "heuristics: expected a non-empty list of agent specs"),
         ("players: 2\nbid_refunds: false", "bid_refunds: the two-player variant"),
         ("init_from: 3", "init_from: expected a non-empty string, got 3"),
+        ("selfplay: 1", "selfplay: expected true or false, got 1"),
+        (
+            "selfplay: true\nopponent_sampling: pfsp\np_latest: 0.2\np_past: 0.5",
+            "selfplay: every seat is the learner, so the league's opponents are unused; drop p_latest, p_past, "
+            "opponent_sampling from the config, or set selfplay: false",
+        ),
+        ("selfplay: true\nfirst_edition: true", "selfplay: pure self-play runs on the batched engine only"),
         ("- a list", "expected a mapping of options"),
         ("", "the config is empty"),
         ("# only a comment\n", "the config is empty"),
@@ -831,3 +838,50 @@ def _masked_sample(mask: np.ndarray, nvec: np.ndarray) -> np.ndarray:
     from revolution_env import MaskedMultiDiscrete
 
     return MaskedMultiDiscrete(nvec).sample(mask.astype(np.int8))
+
+
+# --- pure self-play ----------------------------------------------------------------------------------------------
+
+
+def test_pure_selfplay_puts_every_seat_in_the_learners_hands(tmp_path):
+    from revolution_training.train import make_vec_env
+
+    config = load_config(write_config(tmp_path, n_envs=4, selfplay=True, action_mode="tokens"))
+    venv = make_vec_env(config, tmp_path / "league")
+    assert venv.num_envs == 12  # 4 games x 3 seats
+    venv.seed(0)
+    venv.reset()
+    ended = []
+    while len(ended) < 6:
+        masks = np.stack(venv.env_method("action_masks"))
+        _, _, dones, infos = venv.step((np.random.default_rng(0).random(masks.shape) + masks).argmax(1))
+        ended += [infos[i] | {"row": i} for i in np.flatnonzero(dones)]
+    for info in ended:
+        assert info["opponents"] == [] and info["seat"] == info["row"] % 3 and "episode" in info
+    venv.close()
+
+
+def test_a_short_pure_selfplay_run_evaluates_saves_and_resumes(tmp_path):
+    """``selfplay: true`` through the CLI: evaluations, best.pt, latest.pt and a resume, as a league run; every
+    step of PPO's is a row (a seat of a game), 4 games x 3 seats x 16 steps a rollout."""
+    out = tmp_path / "run"
+    config = write_config(tmp_path, selfplay=True, total_steps=1536, n_envs=4, n_steps=16, batch_size=64,
+                          snapshot_every=768, eval_every=768, save_every=384)  # fmt: skip
+    proc = train_cli("--config", str(config), "--out", str(out))
+    log, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, log
+    state = json.loads((out / "state.json").read_text())
+    assert state["config"]["selfplay"] is True
+    assert state["step"] == 1536 and [e["step"] for e in state["evaluations"]] == [768, 1536]
+    assert read_checkpoint(out / "best.pt")["step"] == state["best_step"]
+    latest = read_checkpoint(out / "latest.pt")
+    assert latest["step"] == 1536
+    from revolution_env.evaluation import evaluate_lineup
+
+    ev = evaluate_lineup([str(out / "latest.pt"), "random", "random"], games=3, seed=0, workers=1, progress=False)
+    assert ev.stats["run/latest"].games == 3
+    more = train_cli("--config", str(config), "--out", str(out), "--resume", "--total-steps", "2304")
+    log, _ = more.communicate(timeout=300)
+    assert more.returncode == 0, log
+    resumed = json.loads((out / "state.json").read_text())
+    assert resumed["step"] == 2304 and [e["step"] for e in resumed["evaluations"]] == [768, 1536, 2304]

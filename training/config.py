@@ -110,6 +110,15 @@ class TrainConfig:
     set it for weights that are the same bit for bit on a machine with other cores."""
 
     # --- the league ----------------------------------------------------------------------------------------------
+    selfplay: bool = False
+    """Pure self-play instead of a league: every seat of every game is the learner, decided in one forward pass
+    (``revolution_env.selfplay_vector_env``), so every decision is a learner step. The ``n_envs`` games make
+    ``n_envs * players`` rows, each an environment of PPO's whose steps count, a row that waits while another seat
+    decides (Guy, Spy, Apothecary) stepping with the no-op. The league's opponents are then unused: a config that
+    also sets ``p_latest``, ``p_past``, ``p_heuristics``, ``opponent_sampling``, ``pfsp_*``,
+    ``opponents_deterministic`` or ``exploiter_every`` is refused; ``heuristics`` are only the evaluation's baselines
+    (without ``eval_opponents``) and the imitation's opponents, and snapshots are still saved but never played.
+    Needs the batched engine (not the first edition)."""
     snapshot_every: int = 10_000
     """Add a frozen copy of the learner to the league every this many steps."""
     max_snapshots: int = 10
@@ -334,6 +343,7 @@ CHECKS = {
     "seed": _non_negative_int,
     "device": _device,
     "torch_threads": lambda v: None if v is None else _positive_int(v),
+    "selfplay": _bool,
     "snapshot_every": _positive_int,
     "max_snapshots": _positive_int,
     "p_latest": _probability,
@@ -359,6 +369,13 @@ CHECKS = {
 }
 FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig))
 assert set(CHECKS) == set(FIELDS), "every field has a check"
+# what picks the league's opponents, with its defaults: unused in pure self-play, which refuses another value
+LEAGUE_OPPONENTS = {
+    f.name: f.default
+    for f in dataclasses.fields(TrainConfig)
+    if f.name in ("p_latest", "p_past", "p_heuristics", "opponent_sampling", "pfsp_weighting", "pfsp_window",
+                  "opponents_deterministic", "exploiter_every")
+}  # fmt: skip
 
 
 def check(config: TrainConfig) -> None:
@@ -380,6 +397,18 @@ def check(config: TrainConfig) -> None:
         raise ValueError("action_mode: tokens trains on the batched engine only (env_backend: auto or vector)")
     if config.first_edition and config.bid_refunds is False:
         raise ValueError("bid_refunds: the first edition always plays with Bid Refunds (D14)")
+    if config.selfplay:
+        if config.backend() != "vector":
+            raise ValueError(
+                "selfplay: pure self-play runs on the batched engine only (env_backend: auto or vector; not the "
+                "first edition)"
+            )
+        league = [k for k, default in LEAGUE_OPPONENTS.items() if getattr(config, k) != default]
+        if league:
+            raise ValueError(
+                f"selfplay: every seat is the learner, so the league's opponents are unused; drop {', '.join(league)} "
+                "from the config, or set selfplay: false"
+            )
 
 
 FLOAT_FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.type == "float")

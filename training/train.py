@@ -148,7 +148,13 @@ def env_factory(config: TrainConfig, league_folder: Path, in_subprocess: bool):
 
 def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
     """``n_envs`` self-play games with episode statistics (VecMonitor): one batched vector env (the ``vector``
-    backend), or one scalar env per subprocess (DummyVecEnv for one)."""
+    backend), or one scalar env per subprocess (DummyVecEnv for one); with ``selfplay``, every seat of the
+    ``n_envs`` batched games a row (``revolution_env.selfplay_vector_env``) and no league."""
+    if config.selfplay:
+        from revolution_env import selfplay_vector_env
+
+        options = config.env_options()
+        return VecMonitor(SB3VecEnv(selfplay_vector_env(config.n_envs, action_mode=config.action_mode, **options)))
     if config.backend() == "vector":
         from revolution_env import vector_env
 
@@ -644,7 +650,7 @@ def train(
                 if (
                     not interrupted
                     and config.eval_every
-                    and model.num_timesteps - last_eval >= config.n_envs * config.n_steps
+                    and model.num_timesteps - last_eval >= model.n_envs * config.n_steps  # a rollout's steps
                 ):
                     callback.evaluate()  # a final evaluation, unless the last one was in the last rollout
                 if run.model is None or run.step != model.num_timesteps:
