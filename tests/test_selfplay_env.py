@@ -29,6 +29,9 @@ VARIANTS = {
     "2 players, area control bonus": {"players": 2, "area_control_bonus": True},
     "truncated (max_rounds)": {"players": 3, "max_rounds": 3},
     "margin reward": {"players": 3, "reward": "margin"},
+    "first edition": {"players": 3, "first_edition": True},
+    "first edition, 2 players": {"players": 2, "first_edition": True},
+    "first edition, 4 players, area control bonus": {"players": 4, "first_edition": True, "area_control_bonus": True},
 }
 
 
@@ -334,7 +337,6 @@ def test_illegal_raise_is_one_line_and_changes_nothing(action_mode: str) -> None
         ({"num_games": 0}, "num_games: expected a positive integer, got 0"),
         ({"num_games": True}, "num_games: expected a positive integer"),
         ({"num_games": 2, "players": 5}, "players"),
-        ({"num_games": 2, "first_edition": True}, "first_edition: the batched engine does not support"),
         ({"num_games": 2, "render_mode": "ansi"}, "render_mode: the self-play vector env does not render"),
         ({"num_games": 2, "mask_in_obs": 1}, "mask_in_obs: expected true or false"),
         ({"num_games": 2, "keep_finished": -1}, "keep_finished: expected a non-negative integer"),

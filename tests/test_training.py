@@ -125,7 +125,7 @@ def test_shipped_configs_load(path):
             "selfplay: every seat is the learner, so the league's opponents are unused; drop p_latest, p_past, "
             "opponent_sampling from the config, or set selfplay: false",
         ),
-        ("selfplay: true\nfirst_edition: true", "selfplay: pure self-play runs on the batched engine only"),
+        ("selfplay: true\nenv_backend: subprocess", "selfplay: pure self-play runs on the batched engine only"),
         ("- a list", "expected a mapping of options"),
         ("", "the config is empty"),
         ("# only a comment\n", "the config is empty"),

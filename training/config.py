@@ -118,7 +118,7 @@ class TrainConfig:
     also sets ``p_latest``, ``p_past``, ``p_heuristics``, ``opponent_sampling``, ``pfsp_*``,
     ``opponents_deterministic`` or ``exploiter_every`` is refused; ``heuristics`` are only the evaluation's baselines
     (without ``eval_opponents``) and the imitation's opponents, and snapshots are still saved but never played.
-    Needs the batched engine (not the first edition)."""
+    Needs the batched engine."""
     snapshot_every: int = 10_000
     """Add a frozen copy of the learner to the league every this many steps."""
     max_snapshots: int = 10
@@ -400,8 +400,7 @@ def check(config: TrainConfig) -> None:
     if config.selfplay:
         if config.backend() != "vector":
             raise ValueError(
-                "selfplay: pure self-play runs on the batched engine only (env_backend: auto or vector; not the "
-                "first edition)"
+                "selfplay: pure self-play runs on the batched engine only (env_backend: auto or vector)"
             )
         league = [k for k, default in LEAGUE_OPPONENTS.items() if getattr(config, k) != default]
         if league:
