@@ -165,6 +165,7 @@ def best_response_config(oracle: TrainConfig, members: list[str], meta: np.ndarr
         "p_latest": 0.0,
         "p_past": 0.0,
         "p_heuristics": 1.0,
+        "selfplay": False,  # an oracle of pure self-play still answers the population, not itself
         "seed": oracle.seed + k,
     }
     if not oracle.init_from:

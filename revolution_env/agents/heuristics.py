@@ -19,7 +19,7 @@ from revolution_env.common.jit import COMPILED
 from revolution_env.engine.game import Decision, guy_beats
 from revolution_env.env.observation import ObservationView
 
-SPAN = 1 << 20  # larger than any bid's key (RULES.md §3 order as one integer)
+SPAN = 1 << 20  # larger than any bid's key (docs/rules.md §3 order as one integer)
 MAX_GUY_BIDS = 6  # D12
 VEHICLE = 0.8  # the chance that we get to make Guy beat one of our own bids (two players)
 
@@ -373,7 +373,7 @@ class BidModel:
 def plan_bid(bot: HeuristicBot, model: BidModel, tokens: np.ndarray, max_group: int = 5,
              improve: int = 6) -> np.ndarray:  # fmt: skip
     """Place every token, strongest first, each time on the target (and in the number) that adds most value per
-    token; then move single tokens while that helps. At most six characters carry tokens (RULES.md §3)."""
+    token; then move single tokens while that helps. At most six characters carry tokens (docs/rules.md §3)."""
     t = bot.t
     T = t.targets
     bid = np.zeros((T, 3), dtype=np.int64)

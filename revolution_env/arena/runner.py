@@ -2,7 +2,7 @@
 
 Evaluation, the terminal game, the main job, the scripts and the tests all play games through
 :class:`GameRunner` (or its shortcut :func:`play_game`); nothing else writes the loop again. A runner can record
-the game as a scenario (``SCENARIOS.md``) that replays it exactly, and calls ``on_step`` after every decision so
+the game as a scenario (``docs/scenarios.md``) that replays it exactly, and calls ``on_step`` after every decision so
 that a front end can show the game as it goes.
 """
 

@@ -34,7 +34,7 @@ from revolution_env.env import raw_env
 from revolution_env.env.core import ILLEGAL_REWARD
 from revolution_env.env.encoding import IllegalActionError
 
-DEFAULT_OPPONENT = "value"  # the strongest heuristic (ENVIRONMENT.md, "Single agent")
+DEFAULT_OPPONENT = "value"  # the strongest heuristic (docs/environment.md §5 "Single agent")
 
 
 class FixedOpponents:

@@ -1,4 +1,4 @@
-"""``revolution_env.vector_env``: many single-agent games stepped in batch (ENVIRONMENT.md, "Vectorised").
+"""``revolution_env.vector_env``: many single-agent games stepped in batch (docs/environment.md §5 "Vectorised").
 
 | property        | value                                                                                          |
 |-----------------|------------------------------------------------------------------------------------------------|
@@ -18,7 +18,8 @@ pass (``PolicyAgent.act_batch``), a heuristic bot through its compiled code
 (``revolution_env.agents.compiled``: the same decisions as its ``act`` on each row in turn, about 0.2 ms a bid).
 Other agents are called per game through their scalar ``act(observation, info)`` on observations built in batch.
 
-Not supported: the first edition (``ValueError`` at construction) and rendering.
+Every variant plays here, the first edition included (its Remove decisions are the learner's, or an opponent's,
+like Spy and Apothecary). Not supported: rendering.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ try:
 except ImportError:  # gymnasium 1.0 names no autoreset modes (its own vector envs reset on the next step)
     SAME_STEP = "SameStep"
 
-DEFAULT_OPPONENT = "value"  # the strongest heuristic, as gym_env's default (ENVIRONMENT.md, "Single agent")
+DEFAULT_OPPONENT = "value"  # the strongest heuristic, as gym_env's default (docs/environment.md §5 "Single agent")
 _POOL: list[ThreadPoolExecutor] = []
 
 
@@ -136,11 +137,6 @@ class RevolutionVectorEnv(VectorEnv):
         self.config = config = EnvConfig.from_options(options)
         # what opponents are built for: they play whole bids whatever the learner's action mode
         self.options = {k: v for k, v in options.items() if k not in ("render_mode", "action_mode")}
-        if config.rules.first_edition:
-            raise ValueError(
-                "first_edition: the batched engine does not support the first edition (Card space and deck); "
-                "use revolution_env.env or gym_env for it"
-            )
         try:
             self.layout = make_layout(config.rules)
         except (BoardError, RulesError) as exc:
@@ -375,9 +371,9 @@ class RevolutionVectorEnv(VectorEnv):
         return self.view.observe(self.game, g, seats, kinds), self.view.masks(self.game, g, seats, kinds)
 
     def pop_finished(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """The games finished since the last call, as ``(scenario, final_state)`` pairs: the scenario (SCENARIOS.md,
-        with ``seed`` and, with two players, ``priority`` in every round) replays to the final state. Games ended
-        by an illegal action are not among them."""
+        """The games finished since the last call, as ``(scenario, final_state)`` pairs: the scenario
+        (docs/scenarios.md §3, with ``seed`` and, with two players, ``priority`` in every round) replays to the
+        final state. Games ended by an illegal action are not among them."""
         out = []
         for records in self._finished:
             for i in range(len(records)):
@@ -620,7 +616,7 @@ class RevolutionVectorEnv(VectorEnv):
 def vector_env(
     num_envs: int, players: int = 3, opponents: Any = None, seat: int | None = None, **options: Any
 ) -> RevolutionVectorEnv:
-    """``num_envs`` single-agent games stepped in batch by the batched engine (ENVIRONMENT.md, "Vectorised").
+    """``num_envs`` single-agent games stepped in batch by the batched engine (docs/environment.md §5 "Vectorised").
 
     ``opponents``: one agent spec (``"random"``, a heuristic's name, a checkpoint path, a ``mix:`` mixture) or
     ``Agent`` for every other seat, a list of one per other seat, or a league object whose ``sample(rng, slot)``

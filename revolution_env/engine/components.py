@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-TOKEN_TYPES: tuple[str, ...] = ("force", "blackmail", "gold")  # strongest first (RULES.md §1)
+TOKEN_TYPES: tuple[str, ...] = ("force", "blackmail", "gold")  # strongest first (docs/rules.md §1)
 FORCE, BLACKMAIL, GOLD = 0, 1, 2
 SPECIALS = ("spy", "apothecary")
 BOARDS_DIR = Path(__file__).resolve().parent.parent / "data" / "boards"
