@@ -24,8 +24,6 @@ Not supported: the first edition (``ValueError`` at construction) and rendering.
 from __future__ import annotations
 
 import os
-import warnings
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -37,6 +35,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from revolution_env.agents.base import act_batch
+from revolution_env.arena.opponents import Opponents
 from revolution_env.common.workers import usable_cores
 from revolution_env.engine import kernels as K
 from revolution_env.engine.batched import BatchedGame
@@ -56,7 +55,6 @@ try:
 except ImportError:  # gymnasium 1.0 names no autoreset modes (its own vector envs reset on the next step)
     SAME_STEP = "SameStep"
 
-DEFAULT_OPPONENT = "value"  # the strongest heuristic, as gym_env's default (ENVIRONMENT.md, "Single agent")
 _POOL: list[ThreadPoolExecutor] = []
 
 
@@ -134,8 +132,6 @@ class RevolutionVectorEnv(VectorEnv):
         if options.get("render_mode") is not None:
             raise ValueError("render_mode: the vector env does not render (use revolution_env.env or gym_env)")
         self.config = config = EnvConfig.from_options(options)
-        # what opponents are built for: they play whole bids whatever the learner's action mode
-        self.options = {k: v for k, v in options.items() if k not in ("render_mode", "action_mode")}
         if config.rules.first_edition:
             raise ValueError(
                 "first_edition: the batched engine does not support the first edition (Card space and deck); "
@@ -176,9 +172,9 @@ class RevolutionVectorEnv(VectorEnv):
         self._warned: set[str] = set()
         self._table: list[_Opponent] = [_Opponent("random")]
         self._index: dict[int, int] = {}
-        self.league = None
-        self._fixed: list[int] = []
-        self._parse_opponents(opponents)
+        # one agent per distinct spec, asked for all its games at once
+        self.opponents = Opponents(opponents, P, options, shared=True)
+        self._fixed = [self._register(*pair) for pair in self.opponents.fixed]
         self.seat = np.zeros(n, dtype=np.int64)
         self.opponent_of = np.full((n, P), -1, dtype=np.int64)
         self._finished: list[Any] = []
@@ -191,70 +187,20 @@ class RevolutionVectorEnv(VectorEnv):
 
     # --- opponents ---------------------------------------------------------------------------------------------
 
-    def _parse_opponents(self, opponents: Any) -> None:
-        others = self.players - 1
-        if (
-            opponents is not None
-            and not isinstance(opponents, (str, list, tuple))
-            and callable(getattr(opponents, "sample", None))
-        ):
-            self.league = opponents  # picks the opponents of each new game: league.sample(rng, slot)
-            return
-        if opponents is None:
-            specs: Sequence[Any] = [DEFAULT_OPPONENT] * others
-        elif isinstance(opponents, str) or not isinstance(opponents, (list, tuple)):
-            specs = [opponents] * others
-        else:
-            specs = list(opponents)
-            if len(specs) != others:
-                raise ValueError(
-                    f"opponents: expected {others} opponent(s) for {self.players} players (one per other seat), "
-                    f"got {len(specs)}"
+    def _register(self, name: str, agent: Any) -> int:
+        """The table index of an opponent (``Opponents.sample``'s pair): 0 for the random agent, played in batch."""
+        if _is_random(agent):
+            return 0
+        key = id(agent)
+        if key not in self._index:
+            if not hasattr(agent, "act_batch"):
+                self._warn_once(
+                    f"per-game {name}",
+                    f"opponents: {name!r} has no act_batch(observations, masks, decisions): it is played game "
+                    "by game through act(), at its own speed",
                 )
-        self._fixed = [self._register(spec) for spec in specs]
-
-    def _register(self, spec: Any) -> int:
-        """The table index of an opponent spec (a name, a checkpoint path, a mixture, or an Agent)."""
-        from revolution_env.agents.base import Agent
-        from revolution_env.agents.loading import is_checkpoint, load_agent
-
-        name = None
-        if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
-            name, spec = spec  # a league's (name, agent): the league's name is what its results are kept under
-        if isinstance(spec, str):
-            if spec == "random":
-                return 0
-            key = hash(("spec", spec))
-            if key not in self._index:
-                try:
-                    agent = load_agent(spec, **self.options)
-                except ValueError as exc:
-                    raise ValueError(f"opponents: {exc}") from None
-                if is_checkpoint(spec) and not hasattr(agent, "act_batch"):
-                    warnings.warn(
-                        f"opponents: checkpoint {spec!r} is played game by game (no batched policy yet); "
-                        "expect the vector env to run at the speed of its forward passes",
-                        stacklevel=3,
-                    )
-                self._index[key] = self._add(_Opponent(spec, agent))
-            return self._index[key]
-        if isinstance(spec, Agent) or callable(getattr(spec, "act", None)):
-            if _is_random(spec):
-                return 0
-            key = id(spec)
-            if key not in self._index:
-                label = name or getattr(spec, "name", type(spec).__name__)
-                if not hasattr(spec, "act_batch"):
-                    self._warn_once(
-                        f"per-game {label}",
-                        f"opponents: {label!r} has no act_batch(observations, masks, decisions): it is played game "
-                        "by game through act(), at its own speed",
-                    )
-                self._index[key] = self._add(_Opponent(label, spec))
-            return self._index[key]
-        raise ValueError(
-            f"opponents: expected an agent spec (a name, a checkpoint path or mix:SPEC@W,...) or an Agent, got {spec!r}"
-        )
+            self._index[key] = self._add(_Opponent(name, agent))
+        return self._index[key]
 
     def _add(self, opponent: _Opponent) -> int:
         """Put a new opponent in the table, its generator seeded from the env's: one that a league brings in after
@@ -280,10 +226,10 @@ class RevolutionVectorEnv(VectorEnv):
         seats = self.seat[games]
         for slot in range(self.players - 1):
             absolute = np.where(slot < seats, slot, slot + 1)  # the other seats in order
-            if self.league is None:
+            if self.opponents.league is None:
                 self.opponent_of[games, absolute] = self._fixed[slot]
             else:
-                picks = [self._register(self.league.sample(rng, slot)) for _ in range(k)]
+                picks = [self._register(*self.opponents.sample(rng, slot)) for _ in range(k)]
                 self.opponent_of[games, absolute] = picks
         self.opponent_of[games, seats] = -1
 
