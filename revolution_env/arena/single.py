@@ -66,16 +66,8 @@ class SingleAgentEnv(gymnasium.Env):
         self.league = Opponents(opponents, players, options)  # each seat's own agent: reseeded every game
         core = self.game_env.core
         self.layout = core.obs_layout
-        low, high = self.layout.bounds()
-        box = gymnasium.spaces.Box(low, high, (self.layout.size,), np.float32)
         self.mask_in_obs = mask_in_obs
-        self.observation_space = (
-            gymnasium.spaces.Dict(
-                {"observation": box, "action_mask": gymnasium.spaces.Box(0, 1, (core.mask_size,), np.int8)}
-            )
-            if mask_in_obs
-            else box
-        )
+        self.observation_space = core.mode.observation_space(with_mask=mask_in_obs)
         self.action_space = core.action_space()
         self.learner: str = self.game_env.possible_agents[0]
         self.opponents: dict[str, tuple[str, Agent]] = {}
@@ -159,10 +151,7 @@ class SingleAgentEnv(gymnasium.Env):
         while not self._over() and env.agent_selection != self.learner:
             name = env.agent_selection
             agent = self.opponents[name][1]
-            if core.tokens is None:
-                self._step(agent.act(env.observe(name), env.infos[name]))
-                continue
-            # the token mode: the agent decides as in the bid mode; its bid is placed token by token
+            # the agent decides as in the bid mode; in the token mode its bid is placed token by token
             seat = core.seat_of[name]
             for a in core.token_actions(seat, agent.act(core.bid_mode_view(seat), env.infos[name])):
                 self._step(a)

@@ -29,7 +29,6 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-from gymnasium import spaces
 from gymnasium.utils import seeding
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
@@ -44,9 +43,8 @@ from revolution_env.engine.game import Decision, RulesError, check_seed, make_la
 from revolution_env.env.batched import BatchedView
 from revolution_env.env.core import MARGIN_SCALE, EnvConfig
 from revolution_env.env.encoding import Codec, IllegalActionError
+from revolution_env.env.modes import action_mode
 from revolution_env.env.observation import ObservationLayout
-from revolution_env.env.spaces import MaskedMultiDiscrete
-from revolution_env.env.tokens import TokenCodec, check_action_mode
 
 try:
     from gymnasium.vector import AutoresetMode
@@ -73,23 +71,6 @@ def _pool() -> ThreadPoolExecutor:
 
 
 KEEP_FINISHED = 100_000  # finished games kept for pop_finished() before the oldest are dropped
-
-
-# --- spaces ----------------------------------------------------------------------------------------------------
-
-
-def vector_spaces(
-    codec: Codec, obs_layout: ObservationLayout, mask_in_obs: bool, tokens: TokenCodec | None = None
-) -> tuple[spaces.Space, spaces.Space]:
-    """One game's observation and action spaces (``single_observation_space``, ``single_action_space``): the bid
-    mode's ``MultiDiscrete``, or with ``tokens`` the token mode's ``Discrete``."""
-    low, high = obs_layout.bounds()
-    box = spaces.Box(low, high, (obs_layout.size,), np.float32)
-    obs = box
-    size = tokens.n if tokens else codec.size
-    if mask_in_obs:
-        obs = spaces.Dict({"observation": box, "action_mask": spaces.Box(0, 1, (size,), np.int8)})
-    return obs, spaces.Discrete(tokens.n) if tokens else MaskedMultiDiscrete(codec.nvec)
 
 
 # --- opponents -------------------------------------------------------------------------------------------------
@@ -128,7 +109,6 @@ class RevolutionVectorEnv(VectorEnv):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs: expected a positive integer, got {num_envs!r}")
         options = dict(options, players=players)
-        action_mode = check_action_mode(options.get("action_mode", "bid"))
         if options.get("render_mode") is not None:
             raise ValueError("render_mode: the vector env does not render (use revolution_env.env or gym_env)")
         self.config = config = EnvConfig.from_options(options)
@@ -156,14 +136,14 @@ class RevolutionVectorEnv(VectorEnv):
         self.mask_in_obs = mask_in_obs
         self.keep_finished = keep_finished
         self.codec = Codec(L)
-        # the token mode: the learner's bid is built in _building, one token a step (env/tokens.py); opponents
-        # always play whole bids, through the bid mode's view
-        self.tokens = TokenCodec(self.codec) if action_mode == "tokens" else None
+        # the learner's action mode (env/modes.py), one row per game; opponents always play whole bids, through
+        # the bid mode's view
+        self.mode = action_mode(config.action_mode, self.codec, n)
+        self.tokens = self.mode.tokens  # the token mode's sequences (None in the bid mode)
         self.view = BatchedView(self.codec, ObservationLayout(self.codec))
-        self.obs_layout = ObservationLayout(self.codec, building=self.tokens is not None)  # the learner's
-        self.single_observation_space, self.single_action_space = vector_spaces(
-            self.codec, self.obs_layout, mask_in_obs, self.tokens
-        )
+        self.obs_layout = self.mode.layout  # the learner's
+        self.single_observation_space = self.mode.observation_space(with_mask=mask_in_obs)
+        self.single_action_space = self.mode.space()
         self.observation_space = batch_space(self.single_observation_space, n)
         self.action_space = batch_space(self.single_action_space, n)
         self._np_random, self._np_random_seed = seeding.np_random(None)
@@ -181,9 +161,7 @@ class RevolutionVectorEnv(VectorEnv):
         self._finished_count = 0
         self._started = False
         self._kinds = np.zeros(n, dtype=np.int64)
-        self._masks = np.zeros((n, self.tokens.n if self.tokens else self.codec.size), dtype=bool)
-        self._building = np.zeros((n, self.codec.T, 3), dtype=np.int64)
-        self._last = np.full(n, -1, dtype=np.int64)
+        self._masks = np.zeros((n, self.mode.n), dtype=bool)
 
     # --- opponents ---------------------------------------------------------------------------------------------
 
@@ -217,8 +195,7 @@ class RevolutionVectorEnv(VectorEnv):
         if k == 0:
             return
         self.game.reset(games, rng.integers(2**63 - 1, size=k))
-        self._building[games] = 0
-        self._last[games] = -1
+        self.mode.clear(games)
         if self.fixed_seat is None:
             self.seat[games] = rng.integers(self.players, size=k)
         else:
@@ -260,12 +237,8 @@ class RevolutionVectorEnv(VectorEnv):
         if not self._started:
             raise RuntimeError("step() before reset(): call reset() first")
         n, game, view = self.num_envs, self.game, self.view
-        actions = self._check_actions(actions)
-        if self.tokens:
-            legal = (actions >= 0) & (actions < self.tokens.n)
-            legal[legal] = self._masks[np.flatnonzero(legal), actions[legal]]
-        else:
-            legal = view.legal(actions, self._masks)
+        actions = self.mode.check_many(actions)
+        legal = self.mode.legal_many(view, actions, self._masks)
         illegal = ~legal
         if illegal.any():
             self._illegal(np.flatnonzero(illegal), actions)
@@ -273,21 +246,19 @@ class RevolutionVectorEnv(VectorEnv):
         everyone = np.arange(n)
         bidding = everyone[legal & (kinds == K.K_BID)]
         choosing = everyone[legal & (kinds >= K.K_GUY)]
-        if self.tokens:
-            bidding = self._place(bidding, actions[bidding])  # the games whose bid is complete
+        held = game.tokens[bidding, self.seat[bidding]]
+        complete = self.mode.place_many(bidding, actions[bidding], held)  # in the token mode, one token placed
+        bidding, held = bidding[complete], held[complete]
         if len(bidding):
             bids = np.zeros((len(bidding), self.players, self.codec.T, 3), dtype=np.int64)
-            seats = self.seat[bidding]
-            if self.tokens:
-                bids[np.arange(len(bidding)), seats] = self._building[bidding]
-                self._building[bidding] = 0
-                self._last[bidding] = -1
-            else:
-                bids[np.arange(len(bidding)), seats] = view.bid_counts(actions[bidding], game.tokens[bidding, seats])
+            bids[np.arange(len(bidding)), self.seat[bidding]] = self.mode.counts_many(
+                view, bidding, actions[bidding], held
+            )
+            self.mode.clear(bidding)
             self._opponent_bids(bidding, bids)
             game.submit_bids(bidding, bids)
         if len(choosing):
-            choices = actions[choosing] if self.tokens else actions[choosing, 0]
+            choices = self.mode.choices_many(actions[choosing])
             values = view.engine_choices(choices, self.seat[choosing], kinds[choosing])
             game.choose(choosing, values)
         self._play_opponents()
@@ -337,72 +308,15 @@ class RevolutionVectorEnv(VectorEnv):
 
     # --- inside ------------------------------------------------------------------------------------------------
 
-    def _check_actions(self, actions: Any) -> np.ndarray:
-        """The actions as int64, (n, D) in the bid mode, (n,) in the token mode; a clear error for another shape."""
-        a = np.asarray(actions)
-        n = self.num_envs
-        if self.tokens:
-            if a.shape in ((n, 1),):
-                a = a.reshape(n)
-            if a.shape != (n,) or a.dtype.kind not in "iu":
-                raise ValueError(
-                    f"actions: expected integers of shape ({n},) (one Discrete({self.tokens.n}) action per game, "
-                    f"action_mode='tokens'), got {a.dtype} {a.shape}"
-                )
-        elif a.shape != (n, len(self.codec.nvec)) or a.dtype.kind not in "iu":
-            raise ValueError(
-                f"actions: expected integers of shape ({n}, {len(self.codec.nvec)}), got {a.dtype} {a.shape}"
-            )
-        return a.astype(np.int64, copy=False)
-
-    def _place(self, games: np.ndarray, actions: np.ndarray) -> np.ndarray:
-        """Token mode: one token placed in each of ``games`` (none where the learner holds none); returns the games
-        whose bid is now complete."""
-        seats = self.seat[games]
-        held = self.game.tokens[games, seats]
-        placing = held.any(1)
-        g, a = games[placing], actions[placing]
-        self.tokens.place(self._building, g, a)
-        self._last[g] = a
-        complete = (self._building[games].sum(1) == held).all(1)
-        return games[complete]
-
     def _observe(self) -> Any:
         everyone = np.arange(self.num_envs)
         self._kinds = kinds = self.view.kinds(self.game, everyone, self.seat)
-        obs = self._learner_obs(self.view.observe(self.game, everyone, self.seat, kinds), self._building)
-        if self.tokens:
-            self._masks = self._token_masks(everyone, kinds)
-        else:
-            self._masks = self.view.masks(self.game, everyone, self.seat, kinds)
+        obs = self.mode.observations_many(self.view.observe(self.game, everyone, self.seat, kinds), everyone)
+        self._masks = self.mode.masks_many(self.view, self.game, everyone, self.seat, kinds)
         self._masks.flags.writeable = False  # handed out as it is (action_masks, info): built anew every step
         if self.mask_in_obs:
             return {"observation": obs, "action_mask": self._masks.view(np.int8)}
         return obs
-
-    def _learner_obs(self, obs: np.ndarray, building: np.ndarray) -> np.ndarray:
-        """The learner's observations from the bid mode's: in the token mode, with the bids under construction
-        ``building`` (one (T, 3) per row) after them."""
-        if not self.tokens:
-            return obs
-        return np.concatenate([obs, building.reshape(len(obs), -1).astype(np.float32)], axis=1)
-
-    def _token_masks(self, games: np.ndarray, kinds: np.ndarray) -> np.ndarray:
-        """The learner's token-mode masks (n, tokens.n): ``TokenCodec.mask`` for every game."""
-        tokens, seats = self.tokens, self.seat[games]
-        m = np.zeros((len(games), tokens.n), dtype=bool)
-        m[kinds == K.K_NONE, 0] = True
-        bid = np.flatnonzero(kinds == K.K_BID)
-        if len(bid):
-            g = games[bid]
-            left = self.game.tokens[g, seats[bid]] - self._building[g].sum(1)
-            m[bid] = tokens.bid_masks(left, self._last[g])
-        special = np.flatnonzero(kinds >= K.K_GUY)
-        if len(special):
-            m[special, : self.codec.C] = self.view.choice_masks(
-                self.game, games[special], seats[special], kinds[special]
-            )
-        return m
 
     def _infos(self, illegal: np.ndarray) -> dict[str, Any]:
         ones = np.ones(self.num_envs, dtype=bool)
@@ -438,15 +352,12 @@ class RevolutionVectorEnv(VectorEnv):
                     f"pop_finished(): more than {self.keep_finished} finished games kept; the oldest are dropped",
                 )
         kinds = np.zeros(len(ended), dtype=np.int64)
-        # the bid under construction: none (the game is over, or ended by an illegal action)
-        none = np.zeros((len(ended), self.codec.T, 3), dtype=np.int64)
-        last = self._learner_obs(self.view.observe(game, ended, self.seat[ended], kinds), none)
+        self.mode.clear(ended)  # the bid under construction: none (the game is over, or ended by an illegal action)
+        last = self.mode.observations_many(self.view.observe(game, ended, self.seat[ended], kinds), ended)
         final_obs = np.full(n, None, dtype=object)
         for j, i in enumerate(ended.tolist()):
             if self.mask_in_obs:  # what nothing to decide allows: 0 in every dimension
-                mask = np.zeros(self._masks.shape[1], dtype=np.int8)
-                mask[0 if self.tokens else self.codec.offsets] = 1
-                final_obs[i] = {"observation": last[j], "action_mask": mask}
+                final_obs[i] = {"observation": last[j], "action_mask": self.mode.none_mask()}
             else:
                 final_obs[i] = last[j]
         mask = np.zeros(n, dtype=bool)
@@ -467,10 +378,7 @@ class RevolutionVectorEnv(VectorEnv):
     def _illegal(self, envs: np.ndarray, actions: np.ndarray) -> None:
         i = int(envs[0])
         kind = Decision(int(self._kinds[i]))
-        if self.tokens:
-            why = self.tokens._why(int(actions[i]), self._masks[i], kind)
-        else:
-            why = self.codec._why(actions[i], self._masks[i], kind)
+        why = self.mode.why(actions[i], self._masks[i], kind)
         if self.config.illegal == "raise":
             raise IllegalActionError(f"env {i} (seat {int(self.seat[i])}): illegal action for decision {kind!r}: {why}")
         self._warn_once("illegal", f"env {i}: illegal action for decision {kind!r} ({why}); the game ends, reward -1")

@@ -23,13 +23,6 @@ from revolution_env.engine.game import BID, Decision, Game
 from revolution_env.env.encoding import Codec, IllegalActionError
 
 NONE = Decision.NONE
-ACTION_MODES = ("bid", "tokens")
-
-
-def check_action_mode(value: Any) -> str:
-    if value not in ACTION_MODES:
-        raise ValueError(f"action_mode: expected one of {', '.join(ACTION_MODES)}, got {value!r}")
-    return value
 
 
 class TokenCodec:
