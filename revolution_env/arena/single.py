@@ -32,7 +32,7 @@ from revolution_env.agents.base import Agent
 from revolution_env.arena.opponents import Opponents
 from revolution_env.engine.game import Decision, check_seed
 from revolution_env.env import raw_env
-from revolution_env.env.core import ILLEGAL_REWARD
+from revolution_env.env.core import ILLEGAL_REWARD, check_illegal
 from revolution_env.env.encoding import IllegalActionError
 
 
@@ -56,7 +56,7 @@ class SingleAgentEnv(gymnasium.Env):
         self.illegal = options.pop("illegal", "terminate")
         # checks every option; raises on illegal actions
         self.game_env = raw_env(players=players, action_mode=action_mode, **options)
-        self.illegal = self._check_illegal(self.illegal)
+        self.illegal = check_illegal(self.illegal)
         self.render_mode = self.game_env.render_mode
         self.players = len(self.game_env.possible_agents)
         if seat is not None and (isinstance(seat, bool) or not isinstance(seat, (int, np.integer))
@@ -73,12 +73,6 @@ class SingleAgentEnv(gymnasium.Env):
         self.opponents: dict[str, tuple[str, Agent]] = {}
         self._reward = 0.0
         self._illegal = 0
-
-    @staticmethod
-    def _check_illegal(value: Any) -> str:
-        if value not in ("terminate", "raise"):
-            raise ValueError(f"illegal: expected one of terminate, raise, got {value!r}")
-        return value
 
     # --- the gymnasium API -------------------------------------------------------------------------------------
 

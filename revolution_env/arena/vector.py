@@ -41,7 +41,7 @@ from revolution_env.engine.batched import BatchedGame
 from revolution_env.engine.components import BoardError
 from revolution_env.engine.game import Decision, RulesError, check_seed, make_layout
 from revolution_env.env.batched import BatchedView
-from revolution_env.env.core import MARGIN_SCALE, EnvConfig
+from revolution_env.env.core import ILLEGAL_REWARD, EnvConfig, final_rewards
 from revolution_env.env.encoding import Codec, IllegalActionError
 from revolution_env.env.modes import action_mode
 from revolution_env.env.observation import ObservationLayout
@@ -266,7 +266,7 @@ class RevolutionVectorEnv(VectorEnv):
         done = over | illegal
         rewards = np.zeros(n, dtype=np.float64)
         rewards[over] = self._rewards(everyone[over])
-        rewards[illegal] = -1.0
+        rewards[illegal] = ILLEGAL_REWARD
         truncated = over & game.truncated
         terminated = done & ~truncated
         infos: dict[str, Any] = {}
@@ -331,12 +331,9 @@ class RevolutionVectorEnv(VectorEnv):
 
     def _rewards(self, games: np.ndarray) -> np.ndarray:
         seats = self.seat[games]
-        if self.config.reward == "win_loss":
-            return np.where(self.game.final_win[games, seats], 1.0, -1.0)
-        support = self.game.final_support[games].astype(np.float64)
-        mine = support[np.arange(len(games)), seats]
-        support[np.arange(len(games)), seats] = -np.inf
-        return (mine - support.max(1)) / MARGIN_SCALE
+        return final_rewards(
+            self.config.reward, self.game.final_win[games, seats], self.game.final_support[games], seats
+        )
 
     def _final(self, ended: np.ndarray, over: np.ndarray, illegal: np.ndarray) -> dict[str, Any]:
         """The last observation and info of the games that ended, and their records for pop_finished()."""
@@ -381,7 +378,10 @@ class RevolutionVectorEnv(VectorEnv):
         why = self.mode.why(actions[i], self._masks[i], kind)
         if self.config.illegal == "raise":
             raise IllegalActionError(f"env {i} (seat {int(self.seat[i])}): illegal action for decision {kind!r}: {why}")
-        self._warn_once("illegal", f"env {i}: illegal action for decision {kind!r} ({why}); the game ends, reward -1")
+        self._warn_once(
+            "illegal",
+            f"env {i}: illegal action for decision {kind!r} ({why}); the game ends, reward {ILLEGAL_REWARD:g}",
+        )
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:

@@ -21,7 +21,33 @@ import numpy as np
 
 from revolution_env.engine.components import BLACKMAIL, FORCE, GOLD, TOKEN_TYPES, Character, Components, load_components
 
-BIDDING, SCHEMING, RESOLUTION, OVER = "bidding", "scheming", "resolution", "over"
+
+class Phase(IntEnum):
+    """Where a round stands (RULES.md §3). A number, which the batched engine stores (``kernels``); ``str()`` is
+    the lower-cased name, which state dicts, scenarios and rendering write. A phase also equals its name
+    (``game.phase == "over"``): it was that string before it was a number."""
+
+    BIDDING = 0
+    SCHEMING = 1
+    RESOLUTION = 2
+    OVER = 3
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+    __format__ = object.__format__  # f"{p}" is str(p), on every Python version
+
+    def __eq__(self, other: object) -> bool:
+        return str(self) == other if isinstance(other, str) else int.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = int.__hash__
+
+
+BIDDING, SCHEMING, RESOLUTION, OVER = Phase.BIDDING, Phase.SCHEMING, Phase.RESOLUTION, Phase.OVER
 
 
 class Decision(IntEnum):
@@ -62,6 +88,7 @@ SCHEMING_SPACE = "Scheming"
 GUY_BIDS_COMPULSORY = 2  # D12
 MAX_GUY_BIDS = 6  # D12
 MAX_ROUNDS_LIMIT = 2**24  # the largest round count a float32 observation holds exactly
+RULE_SWITCHES = ("bid_refunds", "area_control_bonus", "first_edition")  # the rule options that are on or off
 
 
 class RulesError(ValueError):
@@ -84,7 +111,7 @@ class Rules:
     board: str = "standard"
 
     def __post_init__(self) -> None:
-        for name in ("bid_refunds", "area_control_bonus", "first_edition"):
+        for name in RULE_SWITCHES:
             value = getattr(self, name)
             if not isinstance(value, bool) and not (name == "bid_refunds" and value is None):
                 raise RulesError(f"{name}: expected true or false, got {value!r}")

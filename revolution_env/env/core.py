@@ -34,7 +34,28 @@ OPTIONS = (
 )
 ENV_OPTIONS = ("reward", "render_mode", "illegal", "action_mode")  # the options that are not rules of the game
 MARGIN_SCALE = 100.0
-ILLEGAL_REWARD = -1.0
+ILLEGAL_REWARD = -1.0  # to the player whose illegal action ended the game (illegal="terminate"); 0 to the others
+
+
+def final_rewards(reward: str, won: np.ndarray, support: np.ndarray, seats: np.ndarray) -> np.ndarray:
+    """(m,) the rewards at the end of a game of ``seats`` (m,), which ``won`` (m,) it or not, the games' final
+    support being ``support`` (m, S): ``win_loss`` +1 to a winner, -1 to the others; ``margin`` the seat's final
+    support minus the best other seat's (the puppet included), divided by ``MARGIN_SCALE``. The scalar and the
+    vector envs both pay these."""
+    if reward == "win_loss":
+        return np.where(won, 1.0, -1.0)
+    support = np.array(support, dtype=np.float64)
+    rows = np.arange(len(seats))
+    mine = support[rows, seats]
+    support[rows, seats] = -np.inf
+    return (mine - support.max(1)) / MARGIN_SCALE
+
+
+def check_illegal(value: Any) -> str:
+    """The ``illegal`` option, or ``ValueError`` naming it."""
+    if value not in ILLEGAL:
+        raise ValueError(f"illegal: expected one of {', '.join(ILLEGAL)}, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -56,9 +77,7 @@ class EnvConfig:
         render_mode = options.get("render_mode")
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode: expected one of {', '.join(RENDER_MODES)} or None, got {render_mode!r}")
-        illegal = options.get("illegal", "terminate")
-        if illegal not in ILLEGAL:
-            raise ValueError(f"illegal: expected one of {', '.join(ILLEGAL)}, got {illegal!r}")
+        illegal = check_illegal(options.get("illegal", "terminate"))
         action_mode = check_action_mode(options.get("action_mode", "bid"))
         rule_options = {k: v for k, v in options.items() if k not in ENV_OPTIONS}
         try:
@@ -207,18 +226,12 @@ class Core:
         return [{"decision": self.kind(s), "illegal_action": 0} for s in range(self.layout.players)]
 
     def rewards(self) -> list[float]:
-        """Final rewards per player: ``win_loss`` (+1 winners, -1 others) or ``margin`` (final support minus the
-        best other seat's, the puppet included, divided by 100)."""
+        """Final rewards per player (:func:`final_rewards`)."""
         final = self.game.final
-        n = self.layout.players
-        if self.config.reward == "win_loss":
-            return [1.0 if s in final["winners"] else -1.0 for s in range(n)]
-        support = np.asarray(final["support"], dtype=np.float64)
-        out = []
-        for s in range(n):
-            others = np.delete(support, s)
-            out.append(float((support[s] - others.max()) / MARGIN_SCALE))
-        return out
+        seats = np.arange(self.layout.players)
+        won = np.isin(seats, list(final["winners"]))
+        support = np.broadcast_to(np.asarray(final["support"]), (len(seats), len(final["support"])))
+        return final_rewards(self.config.reward, won, support, seats).tolist()
 
 
 class CoreAccess:

@@ -20,7 +20,7 @@ import numpy as np
 from gymnasium import spaces
 
 from revolution_env.engine.game import BID, GUY, Decision, Game
-from revolution_env.env.encoding import Codec
+from revolution_env.env.encoding import NONE, Codec
 from revolution_env.env.observation import ObservationLayout
 from revolution_env.env.spaces import MaskedMultiDiscrete
 from revolution_env.env.tokens import TokenCodec
@@ -28,8 +28,6 @@ from revolution_env.env.tokens import TokenCodec
 if TYPE_CHECKING:
     from revolution_env.engine.batched import BatchedGame
     from revolution_env.env.batched import BatchedView
-
-NONE = Decision.NONE
 
 
 class ActionMode:
@@ -310,8 +308,8 @@ class TokenMode(ActionMode):
         return np.concatenate([obs, self.building[rows].reshape(len(obs), -1).astype(np.float32)], axis=1)
 
 
-MODES: dict[str, type[ActionMode]] = {"bid": BidMode, "tokens": TokenMode}
-ACTION_MODES = tuple(MODES)
+_CLASSES: dict[str, type[ActionMode]] = {mode.name: mode for mode in (BidMode, TokenMode)}
+ACTION_MODES = tuple(_CLASSES)  # ("bid", "tokens")
 
 
 def check_action_mode(value: Any) -> str:
@@ -322,4 +320,4 @@ def check_action_mode(value: Any) -> str:
 
 def action_mode(name: str, codec: Codec, rows: int) -> ActionMode:
     """The mode ``name`` (``action_mode``) for ``rows`` deciders of ``codec``'s layout."""
-    return MODES[check_action_mode(name)](codec, rows)
+    return _CLASSES[check_action_mode(name)](codec, rows)

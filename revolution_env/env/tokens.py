@@ -20,9 +20,7 @@ import numpy as np
 
 from revolution_env.engine.components import TOKEN_TYPES
 from revolution_env.engine.game import BID, Decision, Game
-from revolution_env.env.encoding import Codec, IllegalActionError
-
-NONE = Decision.NONE
+from revolution_env.env.encoding import NONE, Codec, IllegalActionError
 
 
 class TokenCodec:

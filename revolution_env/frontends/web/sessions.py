@@ -20,7 +20,7 @@ import numpy as np
 
 from revolution_env.agents.loading import display_name
 from revolution_env.engine.components import TOKEN_TYPES
-from revolution_env.engine.game import BID, GUY, Decision
+from revolution_env.engine.game import BID, GUY, RULE_SWITCHES, Decision
 from revolution_env.engine.scenario import export_game
 from revolution_env.env import describe_action, raw_env
 from revolution_env.env.encoding import IllegalActionError
@@ -50,7 +50,7 @@ def game_options(request: dict[str, Any]) -> dict[str, Any]:
     if isinstance(players, bool) or players not in (2, 3, 4):
         raise GameRequestError(f"players: expected 2, 3 or 4, got {players!r}")
     options["players"] = players
-    for name in ("bid_refunds", "area_control_bonus", "first_edition"):
+    for name in RULE_SWITCHES:
         value = _flag(request, name)
         if value is not None:
             options[name] = value
