@@ -17,18 +17,22 @@ from typing import Any
 import numpy as np
 
 
-class Token(IntEnum):
+class NamedIntEnum(IntEnum):
+    """A number that is written as its lower-cased name: ``str()`` and f-strings give ``"gold"``, ``"bid"``."""
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+    __format__ = object.__format__  # f"{x}" is str(x), on every Python version
+
+
+class Token(NamedIntEnum):
     """The token types, strongest first (RULES.md §1): the index of a type in every array of three (holdings, bids,
     the bank). ``str()`` is the name that board files, scenarios and text write (``"gold"``)."""
 
     FORCE = 0
     BLACKMAIL = 1
     GOLD = 2
-
-    def __str__(self) -> str:
-        return self.name.lower()
-
-    __format__ = object.__format__  # f"{t}" is str(t), on every Python version
 
 
 TOKEN_TYPES: tuple[str, ...] = tuple(str(t) for t in Token)  # ("force", "blackmail", "gold")

@@ -14,15 +14,23 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any
 
 import numpy as np
 
-from revolution_env.engine.components import BLACKMAIL, FORCE, GOLD, TOKEN_TYPES, Character, Components, load_components
+from revolution_env.engine.components import (
+    BLACKMAIL,
+    FORCE,
+    GOLD,
+    TOKEN_TYPES,
+    Character,
+    Components,
+    NamedIntEnum,
+    load_components,
+)
 
 
-class Phase(IntEnum):
+class Phase(NamedIntEnum):
     """Where a round stands (RULES.md §3). A number, which the batched engine stores (``kernels``); ``str()`` is
     the lower-cased name, which state dicts, scenarios and rendering write. A phase also equals its name
     (``game.phase == "over"``): it was that string before it was a number."""
@@ -31,11 +39,6 @@ class Phase(IntEnum):
     SCHEMING = 1
     RESOLUTION = 2
     OVER = 3
-
-    def __str__(self) -> str:
-        return self.name.lower()
-
-    __format__ = object.__format__  # f"{p}" is str(p), on every Python version
 
     def __eq__(self, other: object) -> bool:
         return str(self) == other if isinstance(other, str) else int.__eq__(self, other)
@@ -50,7 +53,7 @@ class Phase(IntEnum):
 BIDDING, SCHEMING, RESOLUTION, OVER = Phase.BIDDING, Phase.SCHEMING, Phase.RESOLUTION, Phase.OVER
 
 
-class Decision(IntEnum):
+class Decision(NamedIntEnum):
     """What a seat is asked to decide. A number, so that infos turn into tensors; ``str()`` gives the lower-cased
     name (``"bid"``, ``"apothecary_first"``), which was the decision's name in ``revolution_v1``."""
 
@@ -61,11 +64,6 @@ class Decision(IntEnum):
     APOTHECARY_FIRST = 4
     APOTHECARY_SECOND = 5
     REMOVE = 6
-
-    def __str__(self) -> str:
-        return self.name.lower()
-
-    __format__ = object.__format__  # f"{d}" is str(d), on every Python version
 
     @classmethod
     def parse(cls, value: Any) -> Decision:
