@@ -26,7 +26,7 @@ from revolution_env.agents.base import Agent
 from revolution_env.agents.loading import load_agent
 from revolution_env.env.core import ENV_OPTIONS
 
-DEFAULT_OPPONENT = "value"  # the strongest heuristic (ENVIRONMENT.md, "Single agent")
+DEFAULT_OPPONENT = "value"  # the strongest heuristic (docs/environment.md §5 "Single agent")
 
 
 class League(Protocol):

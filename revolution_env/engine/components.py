@@ -27,8 +27,8 @@ class NamedIntEnum(IntEnum):
 
 
 class Token(NamedIntEnum):
-    """The token types, strongest first (RULES.md §1): the index of a type in every array of three (holdings, bids,
-    the bank). ``str()`` is the name that board files, scenarios and text write (``"gold"``)."""
+    """The token types, strongest first (docs/rules.md §1): the index of a type in every array of three (holdings,
+    bids, the bank). ``str()`` is the name that board files, scenarios and text write (``"gold"``)."""
 
     FORCE = 0
     BLACKMAIL = 1

@@ -31,7 +31,7 @@ from revolution_env.engine.components import (
 
 
 class Phase(NamedIntEnum):
-    """Where a round stands (RULES.md §3). A number, which the batched engine stores (``kernels``); ``str()`` is
+    """Where a round stands (docs/rules.md §2). A number, which the batched engine stores (``kernels``); ``str()`` is
     the lower-cased name, which state dicts, scenarios and rendering write. A phase also equals its name
     (``game.phase == "over"``): it was that string before it was a number."""
 

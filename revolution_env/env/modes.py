@@ -1,7 +1,7 @@
-"""The action modes of an environment (option ``action_mode``, ENVIRONMENT.md "Version 2"): everything that differs
-between the bid mode (a whole bid in one masked ``MultiDiscrete`` action, ``encoding.py``) and the token mode (a
-``Discrete`` action, the bid placed one token at a time, ``tokens.py``), in one object that the scalar
-:class:`~revolution_env.env.core.Core` and the vector env compose, built by :func:`action_mode`.
+"""The action modes of an environment (option ``action_mode``, docs/environment.md §5 "Token mode"): everything
+that differs between the bid mode (a whole bid in one masked ``MultiDiscrete`` action, ``encoding.py``) and the
+token mode (a ``Discrete`` action, the bid placed one token at a time, ``tokens.py``), in one object that the
+scalar :class:`~revolution_env.env.core.Core` and the vector env compose, built by :func:`action_mode`.
 
 A mode serves ``rows`` deciders: the seats of one game (``Core``), or the learner's seat in each game of a batch
 (the vector env). It owns the action space and the mask size; checking an action (its shape and type, its
