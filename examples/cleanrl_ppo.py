@@ -1,6 +1,6 @@
 """PPO in one file, CleanRL style, on the batched vector env: plain PyTorch and the package's masked distribution.
 
-    python examples/cleanrl_ppo.py --smoke            # a few hundred steps, to see that it runs
+    python examples/cleanrl_ppo.py --smoke            # one update of 128 steps, to see that it runs
     python examples/cleanrl_ppo.py                    # the default run (3 players, two random opponents)
 
 The learner plays one seat of ``num_envs`` games at once (``revolution_env.vector_env``: the opponents act inside
@@ -124,11 +124,11 @@ def main(args: Args) -> dict[str, float]:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="a few hundred steps (CI)")
+    parser.add_argument("--smoke", action="store_true", help="one update of 128 steps, one epoch (CI)")
     for name, default in vars(Args()).items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
     ns = parser.parse_args()
     args = Args(**{k: v for k, v in vars(ns).items() if k != "smoke"})
     if ns.smoke:
-        args.num_envs, args.num_steps, args.total_steps = 8, 16, 256
+        args.num_envs, args.num_steps, args.total_steps, args.update_epochs = 8, 16, 128, 1
     main(args)

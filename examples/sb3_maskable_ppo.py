@@ -1,6 +1,6 @@
 """MaskablePPO (sb3-contrib) with its stock policy on the registered Gymnasium env, as sb3-contrib's docs show.
 
-    python examples/sb3_maskable_ppo.py --smoke       # a few hundred steps, to see that it runs
+    python examples/sb3_maskable_ppo.py --smoke       # one small update and 2 games, to see that it runs
     python examples/sb3_maskable_ppo.py               # the default run: 3 players against two random opponents
 
 ``gymnasium.make("revolution_env:Revolution-v2", ...)`` gives the single-agent env; MaskablePPO takes the masks from
@@ -36,18 +36,19 @@ def make_env(players: int, opponents: str) -> gymnasium.Env:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="a few hundred steps (CI)")
+    parser.add_argument("--smoke", action="store_true", help="one update of 128 steps, 2 games (CI)")
     parser.add_argument("--players", type=int, default=3)
     parser.add_argument("--opponents", default="random", help="random, value, bargain, area or a checkpoint")
     parser.add_argument("--steps", type=int, default=100_000)
     args = parser.parse_args()
-    steps = 256 if args.smoke else args.steps
+    steps = 128 if args.smoke else args.steps
     env = make_env(args.players, args.opponents)
-    model = MaskablePPO("MlpPolicy", env, n_steps=128 if args.smoke else 1024, batch_size=64, seed=0, verbose=0)
+    size = {"n_steps": 128, "batch_size": 128, "n_epochs": 1} if args.smoke else {"n_steps": 1024, "batch_size": 64}
+    model = MaskablePPO("MlpPolicy", env, seed=0, verbose=0, **size)
     start = time.time()
     model.learn(total_timesteps=steps)
     elapsed = time.time() - start
-    games = 4 if args.smoke else 200
+    games = 2 if args.smoke else 200
     rewards, _ = evaluate_policy(model, env, n_eval_episodes=games, return_episode_rewards=True)
     win_rate = float(np.mean(np.asarray(rewards) > 0))
     print(f"{steps:,} steps in {elapsed:.0f} s ({steps / elapsed:,.0f} steps/s); win rate against "

@@ -1,7 +1,7 @@
 """SuperSuit's vector-env conversion feeding sb3-contrib's MaskablePPO: one policy shared over every seat.
 
     pip install -e '.[train,interop]'
-    python examples/supersuit_vec.py --smoke       # a few hundred steps, to see that it runs
+    python examples/supersuit_vec.py --smoke       # one update of a few hundred steps, to see that it runs
     python examples/supersuit_vec.py               # the default run (3 players, self-play)
 
 The recipe is SuperSuit's (and PettingZoo's SB3 tutorial): ``pettingzoo_env_to_vec_env_v1`` makes each seat of
@@ -51,7 +51,7 @@ def scaler(players: int):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="a few hundred steps (CI)")
+    parser.add_argument("--smoke", action="store_true", help="one update of a few hundred steps, 4 games (CI)")
     parser.add_argument("--players", type=int, default=3)
     parser.add_argument("--games", type=int, default=4, help="games played side by side (sub-envs: games x seats)")
     parser.add_argument("--steps", type=int, default=300_000, help="sub-env steps (each seat's step counts)")
@@ -59,7 +59,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.players not in (2, 3, 4) or args.games < 1 or args.steps < 1 or args.eval_games < 1:
         parser.error("--players is 2, 3 or 4; --games, --steps and --eval-games are positive")
-    steps, eval_games = (512, 6) if args.smoke else (args.steps, args.eval_games)
+    steps, eval_games = (1, 4) if args.smoke else (args.steps, args.eval_games)  # smoke: one rollout, one update
 
     observation, space = scaler(args.players)
     env = ss.observation_lambda_v0(revolution_env.parallel_env(players=args.players, illegal="raise"), observation,
@@ -69,7 +69,7 @@ def main() -> None:
     venv = VecActionMasks(VecMonitor(venv))
     n_steps = 32 if args.smoke else 256
     model = MaskablePPO("MultiInputPolicy", venv, n_steps=n_steps, batch_size=min(256, n_steps * venv.num_envs),
-                        ent_coef=0.01, seed=0, verbose=0)  # fmt: skip
+                        n_epochs=1 if args.smoke else 10, ent_coef=0.01, seed=0, verbose=0)  # fmt: skip
 
     options = {"players": args.players}
     agent = SB3ModelAgent(model, preprocess=observation, **options)

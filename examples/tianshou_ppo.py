@@ -1,7 +1,7 @@
 """Multi-agent PPO self-play with Tianshou 2 on the token mode, through Tianshou's own ``PettingZooEnv``.
 
     pip install -e '.[interop]'
-    python examples/tianshou_ppo.py --smoke        # a few hundred steps, to see that it runs
+    python examples/tianshou_ppo.py --smoke        # one small epoch and 2 test games, to see that it runs
     python examples/tianshou_ppo.py                # the default run (3 players)
 
 Tianshou masks Discrete actions only, so the env is ``revolution_env.env(action_mode="tokens")``: a bid is placed one
@@ -55,10 +55,10 @@ def main() -> None:
         "--opponents", choices=("self", "random"), default="self", help="train against itself or random players"
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--smoke", action="store_true", help="one epoch of a few hundred steps, 4 test games")
+    parser.add_argument("--smoke", action="store_true", help="one epoch of a few hundred steps, 2 test games")
     args = parser.parse_args()
     if args.smoke:
-        args.epochs, args.epoch_steps, args.games_per_update, args.test_games, args.envs = 1, 300, 2, 4, 2
+        args.epochs, args.epoch_steps, args.games_per_update, args.test_games, args.envs = 1, 300, 2, 2, 2
     if min(args.epochs, args.epoch_steps, args.games_per_update, args.test_games, args.envs) < 1:
         parser.error("--epochs, --epoch-steps, --games-per-update, --test-games and --envs must be at least 1")
 

@@ -4,6 +4,7 @@
     python scripts/benchmark.py --seconds 3 --players 2 3 4 --engine
     python scripts/benchmark.py --seconds 5 --vector 1 64 1024 4096   # also the single-agent and vector envs
     python scripts/benchmark.py --seconds 5 --vector 1024 --tokens       # ... and the vector env's token mode
+    python scripts/benchmark.py --seconds 5 --vector 1 1024 --first-edition   # both envs in the first edition
     python scripts/benchmark.py --seconds 5 --vector 1 64 1024 4096 --train 40960   # the README's table
 
 ``--vector N ...`` adds, for the first of ``--players``, the scalar single-agent env (the learner plays one seat,
@@ -12,12 +13,14 @@ batch size N (the same, N games at once; the learner's actions are drawn from th
 forward pass would give them): learner steps/s and games/s, the ratio to the scalar single-agent env, and the
 memory of the largest batch in flight (tracemalloc: the arrays of N games after some steps). ``--tokens`` adds the
 vector env's token mode at the largest N (a learner step is one token of a bid, or one other decision).
+``--first-edition`` plays the single-agent and vector envs in the first edition (the Card space and its deck).
 ``--train STEPS`` trains ``configs/default.yaml`` (no imitation, no evaluations) for STEPS learner steps three times
 and reports their learner steps/s while they train (start-up and tear-down apart): as configured (the training
 speed of the main job); with every opponent seat ``random`` (what the learner itself costs: forward passes, SB3's
 buffer, PPO's updates; the difference is what the league's opponents cost); and with PPO's updates and the
 opponents on one thread, whose seconds are the run's work: no schedule on this machine's cores can beat that work
-shared perfectly among them, so ``cores x`` that rate bounds the first.
+shared perfectly among them, so ``cores x`` that rate bounds the first. A fourth run trains it with ``selfplay: true``
+(every seat of every game the learner): its learner steps are rows, the real decisions among them counted apart.
 
 Every measurement plays whole games with uniformly random legal moves (sampled from the action mask) for a
 fixed time on one core and reports decisions per second (one agent decision = one AEC step; in goofspiel one
@@ -85,18 +88,19 @@ def engine_random_play(rules):
     return play
 
 
-def single_agent_random_play(players: int, opponents: str = "random"):
+def single_agent_random_play(players: int, opponents: str = "random", **rules):
     """The scalar single-agent path: ``gym_env`` where it exists, else training's ``SelfPlayEnv`` (the env
-    ``revolution train`` steps today), with random opponents; the learner samples its mask."""
+    ``revolution train`` steps today), with random opponents; the learner samples its mask. ``rules``: rule options
+    (``first_edition=True``)."""
     import revolution_env
     from revolution_env import MaskedMultiDiscrete
 
     if hasattr(revolution_env, "gym_env"):
-        env = revolution_env.gym_env(players=players, opponents=opponents)
+        env = revolution_env.gym_env(players=players, opponents=opponents, **rules)
     else:
         from revolution_training.selfplay import make_selfplay_env
 
-        env = make_selfplay_env({"players": players}, None, [opponents])
+        env = make_selfplay_env({"players": players, **rules}, None, [opponents])
     space = MaskedMultiDiscrete(env.action_space.nvec, seed=0)
 
     def play(i: int) -> int:
@@ -156,14 +160,14 @@ def token_sampler(env, seed: int = 0):
 
 
 def vector_random_play(
-    players: int, num_envs: int, seconds: float, opponents: str = "random", action_mode: str = "bid"
+    players: int, num_envs: int, seconds: float, opponents: str = "random", action_mode: str = "bid", **rules
 ) -> dict[str, float]:
     """``vector_env`` with random opponents; learner actions drawn from the masks in batch (in the token mode, one
-    token a step: a learner step is a token)."""
+    token a step: a learner step is a token). ``rules``: rule options (``first_edition=True``)."""
     import revolution_env
 
     env = revolution_env.vector_env(
-        num_envs, players=players, opponents=opponents, keep_finished=0, action_mode=action_mode
+        num_envs, players=players, opponents=opponents, keep_finished=0, action_mode=action_mode, **rules
     )
     env.reset(seed=0)
     act = token_sampler(env) if action_mode == "tokens" else batched_sampler(env)
@@ -179,14 +183,14 @@ def vector_random_play(
     return {"decisions_per_s": steps / elapsed, "games_per_s": games / elapsed, "games": games}
 
 
-def vector_memory(players: int, num_envs: int, steps: int = 30) -> dict[str, float]:
+def vector_memory(players: int, num_envs: int, steps: int = 30, **rules) -> dict[str, float]:
     """Bytes held by ``num_envs`` games in flight (tracemalloc: after ``steps`` steps, and the peak)."""
     import tracemalloc
 
     import revolution_env
 
     tracemalloc.start()
-    env = revolution_env.vector_env(num_envs, players=players, opponents="random")
+    env = revolution_env.vector_env(num_envs, players=players, opponents="random", **rules)
     env.reset(seed=0)
     act = batched_sampler(env)
     for _ in range(steps):
@@ -259,6 +263,27 @@ def default_training(steps: int, one_core: bool = False, **overrides) -> dict[st
     }
 
 
+def selfplay_training(steps: int, **overrides) -> dict[str, float]:
+    """``default_training`` with ``selfplay: true`` (the league's keys back to their defaults). A learner step is a
+    row, a seat of a game: ``rows_per_s`` counts them all, ``decisions_per_s`` those with a real decision (a row
+    that waits while another seat decides steps with the no-op), from the env's own count."""
+    from unittest import mock
+
+    import revolution_training.train as training
+    from revolution_training.config import LEAGUE_OPPONENTS
+
+    made, make = [], training.make_vec_env
+
+    def kept(*args):  # the run's env, for its count of real decisions
+        made.append(make(*args))
+        return made[-1]
+
+    with mock.patch.object(training, "make_vec_env", kept):
+        run = default_training(steps, selfplay=True, **{**LEAGUE_OPPONENTS, **overrides})
+    share = made[0].get_attr("decisions_made")[0] / run["steps"]
+    return {**run, "rows_per_s": run["decisions_per_s"], "decisions_per_s": run["decisions_per_s"] * share}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=10.0, help="time per measurement")
@@ -291,9 +316,16 @@ def main() -> None:
         "run's work, which bounds what the cores can do); report their learner steps/s beside the single-agent "
         "env's random play",
     )
+    parser.add_argument(
+        "--first-edition",
+        action="store_true",
+        help="with --vector, play the single-agent and vector envs in the first edition (Card space and deck)",
+    )
     args = parser.parse_args()
     if args.tokens and not args.vector:
         parser.error("--tokens measures the vector env: give --vector N ... too")
+    if args.first_edition and not args.vector:
+        parser.error("--first-edition measures the single-agent and vector envs: give --vector N ... too")
     warnings.simplefilter("ignore")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -311,15 +343,20 @@ def main() -> None:
         if args.engine:
             results[f"revolution engine, {p} players"] = measure(engine_random_play(Rules(players=p)), args.seconds)
     vector: dict[str, dict[str, float]] = {}
+    rules = {"first_edition": True} if args.first_edition else {}
     if args.vector:
         p = args.players[0]
-        o = args.opponents
-        vector[f"single-agent env, {p}p, {o}"] = measure(single_agent_random_play(p, o), args.seconds)
+        o = args.opponents + (", first edition" if args.first_edition else "")
+        vector[f"single-agent env, {p}p, {o}"] = measure(
+            single_agent_random_play(p, args.opponents, **rules), args.seconds
+        )
         for n in args.vector:
-            vector[f"vector_env N={n}, {p}p, {o}"] = vector_random_play(p, n, args.seconds, o)
+            vector[f"vector_env N={n}, {p}p, {o}"] = vector_random_play(p, n, args.seconds, args.opponents, **rules)
         if args.tokens:
             n = max(args.vector)
-            vector[f"vector_env N={n}, {p}p, {o}, tokens"] = vector_random_play(p, n, args.seconds, o, "tokens")
+            vector[f"vector_env N={n}, {p}p, {o}, tokens"] = vector_random_play(
+                p, n, args.seconds, args.opponents, "tokens", **rules
+            )
         results.update(vector)
     results["connect_four_v3 AEC"] = measure(aec_random_play(connect_four_v3.env), args.seconds)
     try:
@@ -348,7 +385,7 @@ def main() -> None:
                 f"{r['decisions_per_s'] / scalar:15.1f} {ratio_goof}"
             )
         largest = max(args.vector)
-        memory = vector_memory(args.players[0], largest)
+        memory = vector_memory(args.players[0], largest, **rules)
         results[f"vector_env N={largest} memory"] = memory
         print(
             f"memory of {largest} games in flight (tracemalloc): {memory['current_bytes'] / 2**20:.1f} MiB held, "
@@ -362,6 +399,7 @@ def main() -> None:
             args.train, **RANDOM_LEAGUE
         )
         results["revolution train, configs/default.yaml, one core"] = alone = default_training(args.train, True)
+        results["revolution train, configs/default.yaml, selfplay"] = pure = selfplay_training(args.train)
         rate = scalar["decisions_per_s"]
         print(
             f"\nrevolution train on configs/default.yaml ({trained['steps']:,} PPO steps, no imitation or evaluations),"
@@ -377,6 +415,11 @@ def main() -> None:
                 f"  {name:38} {r['decisions_per_s']:8,.0f} learner steps/s  {r['decisions_per_s'] / rate:5.2f}x"
                 f"  ({r['seconds']:.1f} s; {r['other_seconds']:.1f} s of start-up and tear-down apart)"
             )
+        print(
+            f"  {'pure self-play (every seat the learner)':38} {pure['rows_per_s']:8,.0f} learner steps/s  "
+            f"{pure['rows_per_s'] / rate:5.2f}x  ({pure['seconds']:.1f} s; of which real decisions "
+            f"{pure['decisions_per_s']:,.0f}/s, {pure['decisions_per_s'] / rate:.2f}x)"
+        )
         cores = usable_cores()
         bound = cores * alone["decisions_per_s"]
         print(

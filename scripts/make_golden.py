@@ -4,7 +4,7 @@ Each golden file is one complete, seeded random game (revolution_env.engine.rand
 ``{"scenario": <export_game output>, "expect": <final canonical state>}``. The expectations are GENERATED FROM THE
 ENGINE, not derived by hand: they do not show that the engine follows the rules (the hand-written scenarios in
 tests/scenarios/ do that), only that its behaviour has not changed. When a change in behaviour is intended (a rule
-fixed, a decision of RULES.md changed), rerun this script and review the diff of tests/golden/ before committing:
+fixed, a decision of docs/rules.md changed), rerun this script and review the diff of tests/golden/ before committing:
 
     .venv/bin/python scripts/make_golden.py
 """

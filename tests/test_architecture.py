@@ -179,7 +179,7 @@ def test_the_layer_table_of_the_docs_is_this_one():
     import re
 
     documented = {}
-    for line in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines():
+    for line in (ROOT / "docs/architecture.md").read_text(encoding="utf-8").splitlines():
         row = re.match(r"\|\s*(\d+)\s*\|[^|]*\|([^|]*)\|", line)
         if not row:
             continue

@@ -144,3 +144,26 @@ def test_play_refuses_a_bad_seat_or_opponent_in_one_line():
     one_line_error(revolution("play", "--seat", "5"), "--seat: expected 0 to 2, got 5")
     one_line_error(revolution("play", "--opponents", "nosuch"), "unknown agent spec 'nosuch'")
     one_line_error(revolution("play", "--opponents", "missing.pt"), "missing.pt")
+
+
+def test_every_command_words_a_bad_player_count_alike():
+    """One wording, from one place (the rules' own check), whichever command is given the player count."""
+    lines = set()
+    for command in (["play"], ["random"], ["eval", "--agents", "random", "random"], ["exploit", "value"]):
+        proc = revolution(*command, "--players", "7")
+        one_line_error(proc, "players: expected 2, 3 or 4, got 7")
+        lines.add(proc.stderr.strip())
+    assert lines == {"error: players: expected 2, 3 or 4, got 7"}
+
+
+def test_a_file_that_is_not_a_checkpoint_says_so_without_torch_s_unpickling_text(tmp_path):
+    """A README or a pickle given as an agent: 'not a checkpoint', not torch's advice about weights_only and
+    arbitrary code execution, which concerns a file the user never meant to unpickle."""
+    import torch
+
+    pickled = tmp_path / "pickled.pt"
+    torch.save({"model": Path("a path object, which weights_only refuses")}, pickled)
+    for path, why in ((ROOT / "README.md", "not a file that torch.save writes"), (pickled, "Python objects")):
+        proc = revolution("eval", "--agents", str(path), "random", "random")
+        one_line_error(proc, f"{path} is not a Revolution! policy checkpoint: ")
+        assert why in proc.stderr and "weights_only" not in proc.stderr and "arbitrary" not in proc.stderr

@@ -1,9 +1,10 @@
-"""The batched engine against the scalar one: the same seeded random decisions on both, over every variant the
-batched engine supports, with the canonical state compared after every decision; the batched observations and
+"""The batched engine against the scalar one: the same seeded random decisions on both, over every variant (the
+first edition's included), with the canonical state compared after every decision; the batched observations and
 masks against ``ObservationLayout.build`` and ``Codec.mask`` for every seat; exported games replayed."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,9 @@ import numpy as np
 import pytest
 
 from revolution_env.engine.batched import BatchedGame
+from revolution_env.engine.components import BOARDS_DIR, GOLD
 from revolution_env.engine.game import BID, GUY, Decision, Game, IllegalAction, Rules, make_layout
+from revolution_env.engine.kernels import DECK_SHUFFLE
 from revolution_env.engine.random_play import random_bids, random_choice
 from revolution_env.engine.scenario import run_scenario, state_dict
 from revolution_env.env.batched import BatchedView
@@ -28,7 +31,15 @@ VARIANTS = {
     "2 players, area control bonus": Rules(players=2, area_control_bonus=True),
     "truncated (max_rounds)": Rules(players=3, max_rounds=4),
     "2 players truncated": Rules(players=2, max_rounds=3),
+    # the first edition (D14: Bid Refunds always on): the Card space, the deck and its reshuffles, Remove decisions
+    "first edition, 3 players": Rules(players=3, first_edition=True),
+    "first edition, 4 players": Rules(players=4, first_edition=True),
+    "first edition, 2 players (Guy)": Rules(players=2, first_edition=True),
+    "first edition, area control bonus": Rules(players=4, first_edition=True, area_control_bonus=True),
+    "first edition, 2 players, area control bonus": Rules(players=2, first_edition=True, area_control_bonus=True),
+    "first edition truncated": Rules(players=3, first_edition=True, max_rounds=4),
 }
+FIRST_EDITION = [name for name, rules in VARIANTS.items() if rules.first_edition]
 
 
 def engine_value(game: Game, choice: tuple[int, ...] | None) -> int:
@@ -49,8 +60,23 @@ def scalar_kind(game: Game, seat: int) -> Decision:
     return d.kind if d.kind == BID or d.seats[0] == seat else NONE
 
 
-def play_both(rules: Rules, n: int, seed: int, check_views: bool):
-    """Play ``n`` games on both engines with the same random decisions; compare after every decision."""
+def card_bids(game: Game, rng: np.random.Generator) -> np.ndarray:
+    """Random bids with as much Gold on the first edition's Card space as draws cards (3 per player)."""
+    L = game.layout
+    bids = random_bids(game, rng)
+    for seat in range(L.players):
+        move = min(3, int(game.tokens[seat, GOLD])) - bids[seat, L.card_space, GOLD]
+        for target in np.flatnonzero(bids[seat, :, GOLD]):
+            take = min(move, bids[seat, target, GOLD]) if target != L.card_space else 0
+            bids[seat, target, GOLD] -= take
+            bids[seat, L.card_space, GOLD] += take
+            move -= take
+    return bids
+
+
+def play_both(rules: Rules, n: int, seed: int, check_views: bool, bidding=random_bids):
+    """Play ``n`` games on both engines with the same random decisions (bids from ``bidding``); compare after every
+    decision."""
     L = make_layout(rules)
     batch = BatchedGame(L, n, seeds=np.arange(seed, seed + n), rng=np.random.default_rng(seed))
     games = [Game(L, seed + i) for i in range(n)]
@@ -60,11 +86,11 @@ def play_both(rules: Rules, n: int, seed: int, check_views: bool):
     compared = 0
     while any(g.decision is not None for g in games):
         # this round's bids for every game waiting for them, submitted to the batch in one call
-        bidding = [i for i, g in enumerate(games) if g.decision is not None and g.decision.kind == BID]
-        if bidding:
-            bids = np.stack([random_bids(games[i], rng) for i in bidding])
-            batch.submit_bids(bidding, bids)
-            for i, b in zip(bidding, bids):
+        waiting = [i for i, g in enumerate(games) if g.decision is not None and g.decision.kind == BID]
+        if waiting:
+            bids = np.stack([bidding(games[i], rng) for i in waiting])
+            batch.submit_bids(waiting, bids)
+            for i, b in zip(waiting, bids):
                 priority = int(batch._hist_priority[i, games[i].round - 1]) if L.puppet >= 0 else None
                 games[i].submit_bids(b, priority=priority)
         choosing = [i for i, g in enumerate(games) if g.decision is not None and g.decision.kind != BID]
@@ -107,9 +133,37 @@ def test_batched_engine_matches_scalar_engine(variant: str) -> None:
     assert {"spy", "apothecary"} <= kinds  # the rare decisions are covered too
     if VARIANTS[variant].players == 2:
         assert "guy" in kinds
+    if VARIANTS[variant].first_edition:
+        assert "remove" in kinds
 
 
-@pytest.mark.parametrize("variant", ["3 players", "2 players (Guy)", "4 players", "area control bonus"])
+@pytest.mark.parametrize("players, small", [(2, True), (3, True), (4, True), (2, False), (4, False)])
+def test_the_deck_is_reshuffled_as_the_scalar_engine_reshuffles_it(players: int, small: bool, tmp_path) -> None:
+    """D15 with the players drawing every card they can (3 Gold each on the Card space): the standard deck runs out
+    every few rounds, a deck of three cards several times a round; every reshuffle comes from the game's own seeded
+    generator, the states (draw pile included) match after every decision, and the exported games replay."""
+    data = json.loads((BOARDS_DIR / "standard.json").read_text())
+    if small:
+        data["first_edition"]["deck"] = [
+            {"name": "3 support", "count": 1, "support": 3},
+            {"name": "1 Force", "count": 1, "tokens": {"force": 1}},
+            {"name": "Remove 1 Influence", "count": 1, "remove": 1},
+        ]
+    path = tmp_path / "board.json"
+    path.write_text(json.dumps(data))
+    rules = Rules(players=players, first_edition=True, board=str(path))
+    batch, games, _ = play_both(rules, n=4, seed=2, check_views=True, bidding=card_bids)
+    assert batch.meta[:, DECK_SHUFFLE].min() > (3 * 4 if small else 0)  # several a round with three cards
+    assert {"remove"} <= {key for g in games for r in g.history for key in r}
+    for i in range(4):
+        assert state_dict(run_scenario(batch.export(i))) == batch.state_dict(i)
+
+
+@pytest.mark.parametrize(
+    "variant",
+    ["3 players", "2 players (Guy)", "4 players", "area control bonus", *FIRST_EDITION[:3],
+     "first edition, 2 players, area control bonus"],
+)  # fmt: skip
 def test_batched_observations_and_masks_match_the_scalar_env(variant: str) -> None:
     play_both(VARIANTS[variant], n=3, seed=11, check_views=True)
 
@@ -123,11 +177,6 @@ def test_exported_games_replay_to_the_same_final_state(variant: str) -> None:
         if VARIANTS[variant].players == 2:
             assert all("priority" in r for r in scenario["rounds"])
         assert state_dict(run_scenario(scenario)) == batch.state_dict(i)
-
-
-def test_first_edition_is_refused_with_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="first_edition: the batched engine does not support"):
-        BatchedGame(make_layout(Rules(first_edition=True)), 4)
 
 
 def test_bad_input_is_refused() -> None:
@@ -148,6 +197,7 @@ def test_plain_python_fallback_gives_the_same_games() -> None:
         "assert not COMPILED\n"
         "play_both(VARIANTS['2 players (Guy)'], n=3, seed=5, check_views=True)\n"
         "play_both(VARIANTS['4 players'], n=3, seed=5, check_views=False)\n"
+        "play_both(VARIANTS['first edition, 3 players'], n=2, seed=5, check_views=True)\n"
     )
     env = dict(os.environ, REVOLUTION_NO_NUMBA="1")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,4 +1,4 @@
-"""Component data (RULES.md §1) and rule options: the standard board as printed, boards loaded from a path, and
+"""Component data (docs/rules.md §1) and rule options: the standard board as printed, boards loaded from a path, and
 malformed boards and options refused with an error that names the field."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def write_board(tmp_path: Path, data: object, name: str = "board.json") -> Path:
     return path
 
 
-# --- the standard board, as printed (RULES.md §1) ---------------------------------------------------------------
+# --- the standard board, as printed (docs/rules.md §1) ---------------------------------------------------------------
 
 
 def test_standard_areas() -> None:
@@ -303,7 +303,7 @@ def test_rule_defaults() -> None:
         "max_rounds": 100,
         "board": "standard",
     }
-    assert Rules(players=2).bid_refunds is True  # RULES.md §6
+    assert Rules(players=2).bid_refunds is True  # docs/rules.md §6
     assert Rules(first_edition=True).bid_refunds is True  # D14
     assert Rules(players=2).area_control_bonus is False
     for rules in (Rules(), Rules(players=2, area_control_bonus=True), Rules(players=4, bid_refunds=True)):

@@ -1,4 +1,4 @@
-"""The environment keeps PettingZoo's contract (ENVIRONMENT.md "Entry points").
+"""The environment keeps PettingZoo's contract (docs/environment.md §1).
 
 PettingZoo's own test suite (api_test, parallel_api_test, seed_test, render_test) passes for every number of
 players and with each option on; the Parallel API is deterministic over whole games for a given seed; the

@@ -1,4 +1,4 @@
-"""Observations hold only what the player may know (ENVIRONMENT.md "Observations").
+"""Observations hold only what the player may know (docs/environment.md §4).
 
 A player sees nothing of the bids placed before theirs in the same round (the AEC API asks players one after
 another, but the bids are secret until all are in), nothing of the order of the first edition's deck, and

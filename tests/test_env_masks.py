@@ -1,4 +1,4 @@
-"""The action mask is exact (ENVIRONMENT.md "Action space", "Exactness").
+"""The action mask is exact (docs/environment.md §3 "Exactness").
 
 Random games of every variant are played through the environment; at every step the selected agent's mask is
 compared with the legal options computed from the engine and mapped through the documented encoding, written
@@ -29,7 +29,7 @@ def _variants() -> list[dict]:
     out = []
     for players, first, bonus, refunds in itertools.product((2, 3, 4), (False, True), (False, True), (False, True)):
         if not refunds and (players == 2 or first):
-            continue  # always played with Bid Refunds (RULES.md §6, D14)
+            continue  # always played with Bid Refunds (docs/rules.md §6, D14)
         out.append(dict(players=players, first_edition=first, area_control_bonus=bonus, bid_refunds=refunds))
     return out
 

@@ -1,4 +1,4 @@
-"""Games played through the environment are games of the rules engine (ENVIRONMENT.md, SCENARIOS.md).
+"""Games played through the environment are games of the rules engine (docs/environment.md, docs/scenarios.md).
 
 A random game played through the AEC or the Parallel API, exported as a scenario, replays through the
 scenario runner (and the ``scenario`` command) to the same state. Rewards come only at the end: ``win_loss``

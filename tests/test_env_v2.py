@@ -1,4 +1,4 @@
-"""What `revolution_v2` promises beyond v1 (ENVIRONMENT.md, "Version 2").
+"""What `revolution_v2` promises beyond v1 (docs/environment.md §5).
 
 - PettingZoo's api_test, parallel_api_test, seed_test and parallel_seed_test pass with default options on 2, 3
   and 4 players (parallel_seed_test samples unmasked actions: the default ``illegal="terminate"`` ends the game);

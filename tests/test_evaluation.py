@@ -256,6 +256,10 @@ def test_the_same_seed_gives_the_same_evaluation_whatever_the_workers():
         (["bargain", "area", "random"], {"area_control_bonus": True}),
         (["mix:checkpoints/two_players.pt@3,value", "mix:bargain,random"], {"players": 2}),  # a draw per decision
         (["mix:checkpoints/two_players.pt:sample@2,value", "mix:checkpoints/two_players.pt,area"], {"players": 2}),
+        # the first edition: the deck from each game's seed, Remove decisions
+        (["value", "bargain", "random"], {"first_edition": True}),
+        (["random", "value"], {"players": 2, "first_edition": True}),
+        (["area", "random", "value", "bargain"], {"players": 4, "first_edition": True, "area_control_bonus": True}),
     ],
 )
 def test_the_batched_engine_plays_the_same_games_as_one_by_one(specs, options):
@@ -272,6 +276,8 @@ def test_the_batched_engine_plays_the_same_games_as_one_by_one(specs, options):
     alone = [R.play_task(t, opts) for t in tasks]
     side_by_side = R._play_chunk(tasks, opts)
     assert [r.to_dict() for r in side_by_side] == [r.to_dict() for r in alone]
+    if options.get("first_edition"):
+        assert any("remove" in r for result in alone for r in result.scenario["rounds"])
 
 
 def test_a_checkpoint_in_a_mixture_decides_for_all_its_games_in_one_pass(monkeypatch):
@@ -306,13 +312,10 @@ def test_what_the_batched_engine_does_not_play_goes_one_by_one():
     from revolution_env.agents.mixture import MixtureAgent
     from revolution_env.arena.batched import can_batch
 
-    assert not can_batch([RandomAgent(players=3, first_edition=True)] * 3, {"players": 3, "first_edition": True})
+    assert not can_batch([RandomAgent(players=3)] * 3, {"players": 3, "action_mode": "tokens"})
     assert not can_batch([RandomAgent(players=3), Cheat(players=3)], {"players": 3})  # an agent of its own
     mixed = MixtureAgent([RandomAgent(players=3), Cheat(players=3)], [1, 1], players=3)
     assert not can_batch([RandomAgent(players=3), mixed], {"players": 3})  # ... in a mixture
-    ev = evaluate_lineup(["random", "value"], games=4, seed=1, env_options={"first_edition": True}, workers=1,
-                         progress=False)  # fmt: skip
-    assert len(ev.results) == 4 and all(r.scenario["rules"]["first_edition"] for r in ev.results)
 
 
 def test_a_pool_evaluation_gives_each_member_its_share_of_games():
@@ -456,7 +459,8 @@ def test_eval_is_reproducible_from_its_seed_across_workers(tmp_path):
         (["--players", "4", "--pool", "random", "random"], "at least 4"),
         (["--players", "2", "--agents", "random", "nobody"], "unknown agent spec 'nobody'"),
         (["--players", "2", "--agents", "random", "random", "--games", "0"], "--games"),
-        (["--players", "5", "--agents", "random"] * 1, "--players"),
+        (["--players", "5", "--agents", "random"] * 1, "players: expected 2, 3 or 4, got 5"),
+        (["--agents", "random", "random", "random", "--max-rounds", "0"], "max_rounds: expected a positive integer"),
         (["--players", "2", "--agents", "random", "random", "--seed", "-1"], "--seed"),
         (["--players", "2", "--agents", "random", "random", "--workers", "0"], "--workers"),
         (["--players", "2", "--agents", "random", "random", "--board", "nowhere"], "board"),

@@ -1,4 +1,4 @@
-"""Every example runs as a user would run it (``--smoke``: a few hundred steps), so that none of them rots. An
+"""Every example runs as a user would run it (``--smoke``: one small update), so that none of them rots. An
 example whose library is not installed is skipped (RLlib's runs in CI's venv of its own, ``.ci/run``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`revolution_env.gym_env` / `gymnasium.make("revolution_env:Revolution-v2")` (ENVIRONMENT.md, "Single agent"):
+"""`revolution_env.gym_env` / `gymnasium.make("revolution_env:Revolution-v2")` (docs/environment.md §5 "Single agent"):
 Gymnasium's and SB3's checkers pass, opponents come as specs, agents, a list or a league, the learner's seat is
 drawn or fixed, masks are in ``action_masks()`` and ``info``, illegal actions terminate or raise, bad input is
 refused at construction."""

@@ -116,7 +116,7 @@ def test_same_seed_same_game(bot: str) -> None:
 
 
 def position(options: dict, start: dict, bids: list[str]) -> revolution_env.env:
-    """A raw environment set to ``start`` (SCENARIOS.md) with the round's bids placed."""
+    """A raw environment set to ``start`` (docs/scenarios.md §3) with the round's bids placed."""
     env = revolution_env.raw_env(**options)
     env.reset(seed=0)
     set_position(env.unwrapped.game, start)

@@ -1,5 +1,5 @@
-"""The observation spaces declare real bounds (ENVIRONMENT.md "Version 2"): every observation of random games of
-every variant lies inside them, so ``space.contains`` proves something."""
+"""The observation spaces declare real bounds (docs/environment.md §5 "Single agent"): every observation of random
+games of every variant lies inside them, so ``space.contains`` proves something."""
 
 from __future__ import annotations
 

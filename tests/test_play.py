@@ -237,7 +237,7 @@ def test_bids_read_abbreviations_of_tokens_and_names():
 
 
 def test_tokens_past_the_sixth_character_are_a_warning_not_an_error():
-    """RULES.md §3: later characters' tokens go to the bank; the bid is legal, so the person is only warned."""
+    """docs/rules.md §3: later characters' tokens go to the bank; the bid is legal, so the person is only warned."""
     codec = revolution_env.raw_env(players=3).core.codec
     layout = codec.layout
     counts = np.zeros((codec.T, 3), dtype=np.int64)

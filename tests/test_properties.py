@@ -36,7 +36,7 @@ def _variants() -> list[Rules]:
     out = []
     for players, refunds, bonus, first in itertools.product((2, 3, 4), (False, True), (False, True), (False, True)):
         if not refunds and (players == 2 or first):
-            continue  # the puppet variant and the first edition always refund (RULES.md §6, D14)
+            continue  # the puppet variant and the first edition always refund (docs/rules.md §6, D14)
         out.append(Rules(players=players, bid_refunds=refunds, area_control_bonus=bonus, first_edition=first))
     return out
 

@@ -1,6 +1,6 @@
 """Every scenario file under tests/scenarios is played and compared with its full expected state.
 
-A scenario file is the JSON of SCENARIOS.md plus:
+A scenario file is the JSON of docs/scenarios.md plus:
 - ``description``: what rule it shows, in a sentence;
 - ``covers``: the rule ids below that it tests (every id must be covered by at least one scenario);
 - ``expect``: the full canonical state after the last round, or ``expect_error``: a piece of the one-line error.
@@ -20,7 +20,7 @@ from revolution_env.engine import ScenarioError, run_scenario, state_dict
 HERE = Path(__file__).parent
 SCENARIOS = sorted((HERE / "scenarios").rglob("*.json"))
 
-# Every rule of RULES.md §1–§7 and every numbered decision, by id. A scenario "covers" the ids it tests.
+# Every rule of docs/rules.md §1–§7 and every numbered decision, by id. A scenario "covers" the ids it tests.
 RULE_IDS = [f"D{i}" for i in range(1, 19)] + [
     "R1.setup",  # starting tokens, bank, cubes
     "R2.patronage",

@@ -1,4 +1,4 @@
-"""The token action mode (ENVIRONMENT.md "Version 2", ``action_mode``; revolution_env/env/tokens.py).
+"""The token action mode (docs/environment.md §5 "Token mode", ``action_mode``; revolution_env/env/tokens.py).
 
 - PettingZoo's four tests pass in the token mode on 2, 3 and 4 players;
 - every token walk the mask allows ends in a bid the bid mode allows, and is that bid's canonical sequence (so a

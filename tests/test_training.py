@@ -41,6 +41,7 @@ from revolution_env.agents.heuristics import ValueBot
 from revolution_env.agents.loading import load_agent
 from revolution_env.arena.runner import GameRunner
 from revolution_env.engine.game import Decision
+from revolution_env.engine.scenario import run_scenario, state_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {
@@ -93,13 +94,17 @@ def untrained_checkpoint(tmp_path: Path, **env_options) -> Path:
 # --- the config --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.stem)
+# the shipped bots' stages and the main job (configs/), and the runs tried and not shipped (experiments/)
+CONFIGS = sorted((ROOT / "configs").glob("*.yaml")) + sorted((ROOT / "experiments").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_shipped_configs_load(path):
     config = load_config(path)
     assert config.p_latest + config.p_past + config.p_heuristics == pytest.approx(1.0)
     if config.init_from:  # a later stage starts from the run of an earlier stage's config (the folder, or a
         # checkpoint in it such as its latest.pt), or from a shipped bot
-        runs = {load_config(p).out for p in (ROOT / "configs").glob("*.yaml")}
+        runs = {load_config(p).out for p in CONFIGS}
         source = Path(config.init_from)
         assert config.init_from in runs or source.parent.as_posix() in runs or (ROOT / source).is_file()
 
@@ -114,6 +119,13 @@ def test_shipped_configs_load(path):
         ("heuristics: []", "heuristics: expected a non-empty list of agent specs"),
         ("players: 2\nbid_refunds: false", "bid_refunds: the two-player variant"),
         ("init_from: 3", "init_from: expected a non-empty string, got 3"),
+        ("selfplay: 1", "selfplay: expected true or false, got 1"),
+        (
+            "selfplay: true\nopponent_sampling: pfsp\np_latest: 0.2\np_past: 0.5",
+            "selfplay: every seat is the learner, so the league's opponents are unused; drop p_latest, p_past, "
+            "opponent_sampling from the config, or set selfplay: false",
+        ),
+        ("selfplay: true\nenv_backend: subprocess", "selfplay: pure self-play runs on the batched engine only"),
         ("- a list", "expected a mapping of options"),
         ("", "the config is empty"),
         ("# only a comment\n", "the config is empty"),
@@ -733,7 +745,7 @@ def test_a_run_with_a_teacher_imitates_it_first_through_the_cli(tmp_path):
     proc = train_cli("--config", str(config), "--out", str(out))
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, log
-    imitated = re.search(r"imitated value on .* held-out accuracy .*, (\d+) s", log)
+    imitated = re.search(r"imitated value on .* games in (\d+) s; on the tenth held out, the policy's likeliest", log)
     assert imitated, log
     state = json.loads((out / "state.json").read_text())
     assert state["step"] == 64 and state["wall_time"] >= int(imitated.group(1)) - 0.5  # imitation time counts
@@ -768,16 +780,39 @@ def test_ctrl_c_while_imitating_says_there_is_nothing_to_resume(tmp_path):
     assert not (out / "state.json").exists()
 
 
-def test_the_env_backend_is_the_batched_engine_but_for_the_first_edition():
+def test_the_env_backend_is_the_batched_engine_for_every_variant():
     from revolution_training.config import TrainConfig
 
     assert TrainConfig().backend() == "vector"
-    assert TrainConfig(first_edition=True).backend() == "subprocess"
+    assert TrainConfig(first_edition=True).backend() == "vector"
+    assert TrainConfig(first_edition=True, env_backend="vector").backend() == "vector"
+    assert TrainConfig(first_edition=True, env_backend="subprocess").backend() == "subprocess"
     assert TrainConfig(env_backend="subprocess").backend() == "subprocess"
-    with pytest.raises(ValueError, match="env_backend: the batched engine does not play the first edition"):
-        TrainConfig(first_edition=True, env_backend="vector")
     with pytest.raises(ValueError, match="env_backend: expected one of auto, vector, subprocess"):
         TrainConfig(env_backend="gpu")
+
+
+def test_the_first_edition_trains_on_the_vector_backend(tmp_path):
+    """A first-edition run's games are the batched engine's: the learner's Remove decisions among them, and its
+    finished games replay."""
+    from revolution_training.train import make_vec_env
+
+    config = load_config(write_config(tmp_path, n_envs=4, first_edition=True, heuristics=["random", "value"]))
+    venv = make_vec_env(config, tmp_path / "league")
+    vector = venv.venv.venv  # VecMonitor, SB3VecEnv, the vector env
+    assert vector.layout.card_space >= 0
+    venv.seed(0)
+    venv.reset()
+    kinds, finished = set(), []
+    for _ in range(300):
+        masks = np.stack(venv.env_method("action_masks"))
+        kinds.update(vector._kinds.tolist())
+        venv.step(np.stack([_masked_sample(m, venv.action_space.nvec) for m in masks]))
+        finished += vector.pop_finished()
+    assert int(Decision.REMOVE) in kinds and finished
+    for scenario, final in finished:
+        assert state_dict(run_scenario(scenario)) == final
+    venv.close()
 
 
 def test_the_vector_backend_reports_who_the_learner_played(tmp_path):
@@ -803,3 +838,50 @@ def _masked_sample(mask: np.ndarray, nvec: np.ndarray) -> np.ndarray:
     from revolution_env import MaskedMultiDiscrete
 
     return MaskedMultiDiscrete(nvec).sample(mask.astype(np.int8))
+
+
+# --- pure self-play ----------------------------------------------------------------------------------------------
+
+
+def test_pure_selfplay_puts_every_seat_in_the_learners_hands(tmp_path):
+    from revolution_training.train import make_vec_env
+
+    config = load_config(write_config(tmp_path, n_envs=4, selfplay=True, action_mode="tokens"))
+    venv = make_vec_env(config, tmp_path / "league")
+    assert venv.num_envs == 12  # 4 games x 3 seats
+    venv.seed(0)
+    venv.reset()
+    ended = []
+    while len(ended) < 6:
+        masks = np.stack(venv.env_method("action_masks"))
+        _, _, dones, infos = venv.step((np.random.default_rng(0).random(masks.shape) + masks).argmax(1))
+        ended += [infos[i] | {"row": i} for i in np.flatnonzero(dones)]
+    for info in ended:
+        assert info["opponents"] == [] and info["seat"] == info["row"] % 3 and "episode" in info
+    venv.close()
+
+
+def test_a_short_pure_selfplay_run_evaluates_saves_and_resumes(tmp_path):
+    """``selfplay: true`` through the CLI: evaluations, best.pt, latest.pt and a resume, as a league run; every
+    step of PPO's is a row (a seat of a game), 4 games x 3 seats x 16 steps a rollout."""
+    out = tmp_path / "run"
+    config = write_config(tmp_path, selfplay=True, total_steps=1536, n_envs=4, n_steps=16, batch_size=64,
+                          snapshot_every=768, eval_every=768, save_every=384)  # fmt: skip
+    proc = train_cli("--config", str(config), "--out", str(out))
+    log, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, log
+    state = json.loads((out / "state.json").read_text())
+    assert state["config"]["selfplay"] is True
+    assert state["step"] == 1536 and [e["step"] for e in state["evaluations"]] == [768, 1536]
+    assert read_checkpoint(out / "best.pt")["step"] == state["best_step"]
+    latest = read_checkpoint(out / "latest.pt")
+    assert latest["step"] == 1536
+    from revolution_env.evaluation import evaluate_lineup
+
+    ev = evaluate_lineup([str(out / "latest.pt"), "random", "random"], games=3, seed=0, workers=1, progress=False)
+    assert ev.stats["run/latest"].games == 3
+    more = train_cli("--config", str(config), "--out", str(out), "--resume", "--total-steps", "2304")
+    log, _ = more.communicate(timeout=300)
+    assert more.returncode == 0, log
+    resumed = json.loads((out / "state.json").read_text())
+    assert resumed["step"] == 2304 and [e["step"] for e in resumed["evaluations"]] == [768, 1536, 2304]

@@ -32,6 +32,9 @@ VARIANTS = {
     "area control bonus": {"players": 4, "area_control_bonus": True},
     "2 players, area control bonus": {"players": 2, "area_control_bonus": True},
     "truncated (max_rounds)": {"players": 3, "max_rounds": 3},
+    "first edition, 3 players": {"players": 3, "first_edition": True},
+    "first edition, 2 players (Guy)": {"players": 2, "first_edition": True},
+    "first edition, 4 players, area control bonus": {"players": 4, "first_edition": True, "area_control_bonus": True},
 }
 
 
@@ -68,11 +71,12 @@ def test_vector_env_api_shapes_and_spaces() -> None:
         assert (info["decision"] != int(NONE)).all()  # after autoreset every game waits for the learner
 
 
-def test_same_step_autoreset_final_observation_and_reward_match_the_scalar_engine() -> None:
+@pytest.mark.parametrize("variant", ["3 players", "first edition, 3 players", "first edition, 2 players (Guy)"])
+def test_same_step_autoreset_final_observation_and_reward_match_the_scalar_engine(variant: str) -> None:
     """The step that ends a game returns the next game's first observation; ``final_obs`` is the last observation
     of the game that ended, equal to the scalar observation of the exported game's replay, and the reward is the
     learner seat's win or loss in that replay."""
-    env = revolution_env.vector_env(5, players=3, opponents="random")
+    env = revolution_env.vector_env(5, opponents="random", **VARIANTS[variant])
     env.reset(seed=11)
     codec = env.codec
     layout = ObservationLayout(Codec(env.layout))
@@ -123,6 +127,34 @@ def test_pop_finished_games_replay_through_the_scenario_command(variant: str, tm
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == final
+
+
+def test_remove_cards_are_decisions_of_the_learner_and_of_the_opponents() -> None:
+    """First edition: a "Remove 1 Influence" card asks its drawer, the learner (a step of its own, whose mask offers
+    only opponents' cubes and no decline) or an opponent (played inside the step), as Spy and Apothecary are."""
+    env = revolution_env.vector_env(6, players=3, opponents="random", first_edition=True)
+    env.reset(seed=4)
+    deciders = []
+    choose = env.game.choose
+
+    def recorded(games, values):
+        g = np.asarray(games)
+        removes = env.game.kind[g] == int(revolution_env.Decision.REMOVE)
+        deciders.extend((env.game.decider[g[removes]] == env.seat[g[removes]]).tolist())
+        return choose(games, values)
+
+    env.game.choose = recorded
+    asked = 0
+    S, A = env.codec.S, env.codec.A
+    for _, _, _, _, info in play(env, 300, seed=1):
+        for i in np.flatnonzero(info["decision"] == int(revolution_env.Decision.REMOVE)):
+            mask = info["action_mask"][i, : env.codec.C]
+            assert not mask[0]  # compulsory
+            assert not mask[1 : 1 + A * S].reshape(A, S)[:, 0].any()  # never the learner's own cube
+            assert mask.any()
+            asked += 1
+    assert asked > 0 and True in deciders and False in deciders
+    assert sum(deciders) == asked - sum(info["decision"] == int(revolution_env.Decision.REMOVE))
 
 
 def test_fixed_seat_margin_reward_and_mask_in_obs() -> None:
@@ -196,7 +228,7 @@ def test_illegal_action_terminates_or_raises() -> None:
         ({"num_envs": 0}, "num_envs"),
         ({"num_envs": 2, "opponents": "nobody"}, "opponents: unknown agent spec"),
         ({"num_envs": 2, "opponents": ["random"]}, "opponents: expected 2 opponent"),
-        ({"num_envs": 2, "first_edition": True}, "first_edition: the batched engine does not support"),
+        ({"num_envs": 2, "first_edition": True, "bid_refunds": False}, "bid_refunds: the first edition .*D14"),
         ({"num_envs": 2, "seat": 3}, "seat"),
         ({"num_envs": 2, "colour": "red"}, "colour: unknown option"),
         ({"num_envs": 2, "players": 5}, "players"),
@@ -367,7 +399,9 @@ def test_opponents_asked_in_threads_play_the_same_games(monkeypatch) -> None:
 # --- the token mode (action_mode="tokens") ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("variant", ["3 players", "2 players (Guy)", "bid refunds", "4 players"])
+@pytest.mark.parametrize(
+    "variant", ["3 players", "2 players (Guy)", "bid refunds", "4 players", "first edition, 2 players (Guy)"]
+)
 def test_token_mode_observations_and_masks_match_the_scalar_env(variant: str) -> None:
     """At every bid step, each game's observation and mask are the scalar token mode's for the same state (the
     exported game replayed by the scalar engine), the bid so far and the last token placed, tracked here from the
@@ -508,8 +542,11 @@ def test_the_benchmark_plays_both_action_modes():
     for mode in ("bid", "tokens"):
         figures = bench.vector_random_play(2, 16, 0.2, action_mode=mode)
         assert figures["decisions_per_s"] > 0, mode
-    refused = subprocess.run([sys.executable, str(path), "--tokens"], capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 2 and "give --vector" in refused.stderr
+    assert bench.vector_random_play(3, 16, 0.2, first_edition=True)["decisions_per_s"] > 0  # --first-edition
+    assert bench.measure(bench.single_agent_random_play(3, first_edition=True), 0.2)["decisions_per_s"] > 0
+    for flag in ("--tokens", "--first-edition"):
+        refused = subprocess.run([sys.executable, str(path), flag], capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2 and "give --vector" in refused.stderr, flag
 
 
 def test_the_benchmark_trains_the_default_config_and_its_random_league(monkeypatch):

@@ -59,7 +59,7 @@ class TrainConfig:
     env_backend: str = "auto"
     """``vector``: the batched engine (``revolution_env.vector_env``) steps all games in one process, random and
     snapshot opponents in batch, heuristics game by game; ``subprocess``: one scalar self-play env per process;
-    ``auto``: ``vector``, or ``subprocess`` for the first edition (which the batched engine does not play)."""
+    ``auto``: ``vector`` (the batched engine plays every variant, the first edition included)."""
     n_steps: int = 256
     """Steps per environment per rollout (a PPO update sees ``n_envs * n_steps`` steps)."""
     batch_size: int = 128
@@ -110,6 +110,15 @@ class TrainConfig:
     set it for weights that are the same bit for bit on a machine with other cores."""
 
     # --- the league ----------------------------------------------------------------------------------------------
+    selfplay: bool = False
+    """Pure self-play instead of a league: every seat of every game is the learner, decided in one forward pass
+    (``revolution_env.selfplay_vector_env``), so every decision is a learner step. The ``n_envs`` games make
+    ``n_envs * players`` rows, each an environment of PPO's whose steps count, a row that waits while another seat
+    decides (Guy, Spy, Apothecary) stepping with the no-op. The league's opponents are then unused: a config that
+    also sets ``p_latest``, ``p_past``, ``p_heuristics``, ``opponent_sampling``, ``pfsp_*``,
+    ``opponents_deterministic`` or ``exploiter_every`` is refused; ``heuristics`` are only the evaluation's baselines
+    (without ``eval_opponents``) and the imitation's opponents, and snapshots are still saved but never played.
+    Needs the batched engine."""
     snapshot_every: int = 10_000
     """Add a frozen copy of the learner to the league every this many steps."""
     max_snapshots: int = 10
@@ -186,9 +195,7 @@ class TrainConfig:
 
     def backend(self) -> str:
         """The environment backend this run uses (``env_backend`` with ``auto`` decided)."""
-        if self.env_backend != "auto":
-            return self.env_backend
-        return "subprocess" if self.first_edition else "vector"
+        return "vector" if self.env_backend == "auto" else self.env_backend
 
     def update_threads(self) -> int:
         """Torch threads for PPO's updates (``torch_threads``, None decided)."""
@@ -336,6 +343,7 @@ CHECKS = {
     "seed": _non_negative_int,
     "device": _device,
     "torch_threads": lambda v: None if v is None else _positive_int(v),
+    "selfplay": _bool,
     "snapshot_every": _positive_int,
     "max_snapshots": _positive_int,
     "p_latest": _probability,
@@ -361,6 +369,13 @@ CHECKS = {
 }
 FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig))
 assert set(CHECKS) == set(FIELDS), "every field has a check"
+# what picks the league's opponents, with its defaults: unused in pure self-play, which refuses another value
+LEAGUE_OPPONENTS = {
+    f.name: f.default
+    for f in dataclasses.fields(TrainConfig)
+    if f.name in ("p_latest", "p_past", "p_heuristics", "opponent_sampling", "pfsp_weighting", "pfsp_window",
+                  "opponents_deterministic", "exploiter_every")
+}  # fmt: skip
 
 
 def check(config: TrainConfig) -> None:
@@ -378,12 +393,19 @@ def check(config: TrainConfig) -> None:
         raise ValueError("exploiter_every: exploiters join the league under opponent_sampling: pfsp only")
     if config.players == 2 and config.bid_refunds is False:
         raise ValueError("bid_refunds: the two-player variant always plays with Bid Refunds")
-    if config.first_edition and config.env_backend == "vector":
-        raise ValueError("env_backend: the batched engine does not play the first edition (use auto or subprocess)")
     if config.action_mode == "tokens" and config.backend() != "vector":
         raise ValueError("action_mode: tokens trains on the batched engine only (env_backend: auto or vector)")
     if config.first_edition and config.bid_refunds is False:
         raise ValueError("bid_refunds: the first edition always plays with Bid Refunds (D14)")
+    if config.selfplay:
+        if config.backend() != "vector":
+            raise ValueError("selfplay: pure self-play runs on the batched engine only (env_backend: auto or vector)")
+        league = [k for k, default in LEAGUE_OPPONENTS.items() if getattr(config, k) != default]
+        if league:
+            raise ValueError(
+                f"selfplay: every seat is the learner, so the league's opponents are unused; drop {', '.join(league)} "
+                "from the config, or set selfplay: false"
+            )
 
 
 FLOAT_FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.type == "float")

@@ -12,7 +12,7 @@ report = clone(model, demos, config)             # fits model.policy in place; h
 ```
 
 Collection plays ``n_envs`` games at once on the batched engine (``revolution_env.vector_env``, as training does;
-the teacher decides for all of them in one call), or, on the ``subprocess`` backend (the first edition), in
+the teacher decides for all of them in one call), or, on the ``subprocess`` backend, in
 ``n_envs`` processes each playing its own games, seeded by ``SeedSequence([seed, process])``. Either way it is
 reproducible from the seed and ``n_envs``: each of the ``n_envs`` games in flight records whole games until it
 holds its share of ``steps``.

@@ -2,7 +2,7 @@
 
 Each game the learner takes a seat drawn at random and every other seat gets an opponent drawn from the league
 (:mod:`revolution_training.league`). One ``step`` is one decision of the learner's (the scalar backend of ``revolution
-train``, used for the first edition; the batched engine's vector env does the same for many games at once).
+train``, ``env_backend: subprocess``; the batched engine's vector env does the same for many games at once).
 
 | space       | value                                                                                    |
 |-------------|------------------------------------------------------------------------------------------|

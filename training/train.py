@@ -148,7 +148,13 @@ def env_factory(config: TrainConfig, league_folder: Path, in_subprocess: bool):
 
 def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
     """``n_envs`` self-play games with episode statistics (VecMonitor): one batched vector env (the ``vector``
-    backend), or one scalar env per subprocess (DummyVecEnv for one)."""
+    backend), or one scalar env per subprocess (DummyVecEnv for one); with ``selfplay``, every seat of the
+    ``n_envs`` batched games a row (``revolution_env.selfplay_vector_env``) and no league."""
+    if config.selfplay:
+        from revolution_env import selfplay_vector_env
+
+        options = config.env_options()
+        return VecMonitor(SB3VecEnv(selfplay_vector_env(config.n_envs, action_mode=config.action_mode, **options)))
     if config.backend() == "vector":
         from revolution_env import vector_env
 
@@ -166,8 +172,6 @@ def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
         return VecMonitor(
             SB3VecEnv(vector_env(config.n_envs, opponents=league, action_mode=config.action_mode, **options))
         )
-    if config.first_edition and config.env_backend == "auto":
-        print("env_backend: the first edition runs on the scalar engine, one subprocess per game (slower)")
     if config.n_envs == 1:
         venv: VecEnv = DummyVecEnv([env_factory(config, league_folder, False)])
     else:
@@ -310,10 +314,12 @@ def imitate(model: MaskablePPO, config: TrainConfig) -> float:
         model.logger.record(f"pretrain/{key}", value)
     model.logger.dump(0)
     elapsed = time.time() - start
-    print(
-        f"imitated {config.pretrain_teacher} on {len(demos):,} decisions of {demos.games:,} games: held-out accuracy "
-        f"{report['accuracy']:.1%} (bids {report['bid_accuracy']:.1%}), value mse {report['value_mse']:.4f}, "
-        f"{elapsed:.0f} s",
+    print(  # what the figures are, in the line itself: a reader of the log has nothing else
+        f"imitated {config.pretrain_teacher} on {len(demos):,} decisions of {demos.games:,} games in {elapsed:.0f} s;"
+        f" on the tenth held out, the policy's likeliest action is the teacher's in {report['accuracy']:.1%} of"
+        f" decisions ({report['bid_accuracy']:.1%} of bids, where every token must go to the same target as the"
+        f" teacher's) and in {report['dim_accuracy']:.1%} of single choices that had options; value mse"
+        f" {report['value_mse']:.4f}",
         flush=True,
     )
     return elapsed
@@ -644,7 +650,7 @@ def train(
                 if (
                     not interrupted
                     and config.eval_every
-                    and model.num_timesteps - last_eval >= config.n_envs * config.n_steps
+                    and model.num_timesteps - last_eval >= model.n_envs * config.n_steps  # a rollout's steps
                 ):
                     callback.evaluate()  # a final evaluation, unless the last one was in the last rollout
                 if run.model is None or run.step != model.num_timesteps:

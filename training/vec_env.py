@@ -1,4 +1,5 @@
-"""The vector env (``revolution_env.vector_env``) as a Stable-Baselines3 ``VecEnv``, for ``sb3_contrib.MaskablePPO``.
+"""The vector env (``revolution_env.vector_env``) or the self-play vector env (``revolution_env.selfplay_vector_env``,
+every seat a row) as a Stable-Baselines3 ``VecEnv``, for ``sb3_contrib.MaskablePPO``.
 
 It lives in ``training/`` because only the training layer imports stable-baselines3 (docs/architecture.md).
 
@@ -17,18 +18,24 @@ import gymnasium
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
+from revolution_env.arena.selfplay import SelfPlayVectorEnv
 from revolution_env.arena.vector import RevolutionVectorEnv
 
 
 class SB3VecEnv(VecEnv):
-    """A :class:`RevolutionVectorEnv` (without ``mask_in_obs``) seen as an SB3 ``VecEnv``.
+    """A :class:`RevolutionVectorEnv` or :class:`SelfPlayVectorEnv` (without ``mask_in_obs``) seen as an SB3
+    ``VecEnv``: one SB3 env per game, or per row (seat of a game) in self-play, where MaskablePPO then sees every
+    row, those waiting with the no-op included. A finished game's info names its ``opponents`` (none in self-play:
+    every other seat is the learner itself).
 
     ``scale=True`` (the default) divides observations by the layout's ``scale``, as :class:`revolution_training.selfplay.SelfPlayEnv`
     feeds PPO and as a saved policy reads them (``revolution_env.agents.checkpoint.PolicyAgent``)."""
 
-    def __init__(self, venv: RevolutionVectorEnv, scale: bool = True) -> None:
-        if not isinstance(venv, RevolutionVectorEnv):
-            raise ValueError(f"venv: expected a revolution_env.vector_env(...), got {type(venv).__name__}")
+    def __init__(self, venv: RevolutionVectorEnv | SelfPlayVectorEnv, scale: bool = True) -> None:
+        if not isinstance(venv, (RevolutionVectorEnv, SelfPlayVectorEnv)):
+            raise ValueError(
+                f"venv: expected a revolution_env.vector_env(...) or selfplay_vector_env(...), got {type(venv).__name__}"
+            )
         if venv.mask_in_obs:
             raise ValueError("mask_in_obs: the SB3 adapter takes the masks from action_masks(); use mask_in_obs=False")
         self.venv = venv
@@ -57,7 +64,7 @@ class SB3VecEnv(VecEnv):
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         if dones.any():
             final = info["final_info"]
-            names = self.venv.opponent_names()
+            names = self.venv.opponent_names() if "opponents" in final else None
             for i in np.flatnonzero(dones).tolist():
                 infos[i] = {
                     "terminal_observation": self._scaled(info["final_obs"][i]),
@@ -67,7 +74,7 @@ class SB3VecEnv(VecEnv):
                     "support": int(final["support"][i]),
                     "rounds": int(final["rounds"][i]),
                     "illegal_action": int(final["illegal_action"][i]),
-                    "opponents": [names[k] for k in final["opponents"][i]],
+                    "opponents": [names[k] for k in final["opponents"][i]] if names is not None else [],
                 }
         return self._scaled(obs), rewards.astype(np.float32), dones, infos
 

@@ -22,7 +22,7 @@ import numpy as np
 from revolution_env.agents.base import Agent
 from revolution_env.env.observation import ObservationView
 
-BONUS = 10  # Area Control Bonus (RULES.md §5)
+BONUS = 10  # Area Control Bonus (docs/rules.md §5)
 MIN_ROUNDS = 0.3  # the rounds left once the board is full (the round being played)
 VEHICLE = 0.8  # two players: the chance that we get to make Guy beat one of our own bids
 
@@ -109,7 +109,8 @@ class Tables:
         self.token_points = L.token_points.astype(float)
         self.bonus = bool(L.rules.area_control_bonus)
         self.refunds = bool(L.rules.bid_refunds)
-        self.strength = np.array([64 * 64, 64, 1], dtype=np.int64)  # a bid as one comparable integer (RULES.md §3)
+        # a bid as one comparable integer (docs/rules.md §3)
+        self.strength = np.array([64 * 64, 64, 1], dtype=np.int64)
         self.guy_legal = L.legal.copy()  # D10, D11: the types a Guy bid may hold, per target (characters only)
         self.guy_legal[L.n_characters :] = False
         if L.card_space >= 0:

@@ -118,6 +118,20 @@ def _torch() -> Any:
     return torch
 
 
+def _unreadable(path: str, exc: Exception) -> str:
+    """Why torch could not load ``path``, in the user's terms. torch's own text for a file that is not one of its
+    archives (a README, a half-written file) is about unpickling and ``weights_only``, which says nothing useful
+    here: a checkpoint is a zip archive that ``torch.save`` wrote, holding only tensors and plain types."""
+    if not zipfile.is_zipfile(path):
+        return "not a file that torch.save writes (a checkpoint is a run's latest.pt or best.pt, or a shipped bot)"
+    if "policy.pth" in zipfile.ZipFile(path).namelist():
+        return "it is a stable-baselines3 model (what --resume reads); use the run's latest.pt or best.pt"
+    if "weights_only" in str(exc):
+        return "it holds Python objects beyond tensors and plain types, which a checkpoint never does (not loaded)"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"torch cannot read it ({first})"
+
+
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
     """The checkpoint dict at ``path``; anything else raises ``ValueError`` saying why."""
     path = str(path)
@@ -130,12 +144,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds for a file that is not one of its own
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if zipfile.is_zipfile(path) and "policy.pth" in zipfile.ZipFile(path).namelist():
-            raise ValueError(
-                f"{not_ours}: it is a stable-baselines3 model (what --resume reads); use the run's latest.pt or best.pt"
-            ) from None
-        raise ValueError(f"{not_ours}: torch cannot read it ({first})") from None
+        raise ValueError(f"{not_ours}: {_unreadable(path, exc)}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"{not_ours}: no {FORMAT!r} format tag")
     missing = [k for k in REQUIRED if k not in data]

@@ -20,7 +20,7 @@ from revolution_env.engine.components import BLACKMAIL, FORCE, GOLD
 from revolution_env.engine.game import MAX_GUY_BIDS, Decision, guy_beats
 from revolution_env.env.observation import ObservationView
 
-SPAN = 1 << 20  # larger than any bid's key (RULES.md §3 order as one integer)
+SPAN = 1 << 20  # larger than any bid's key (docs/rules.md §3 order as one integer)
 
 
 class HeuristicBot(Agent):
@@ -372,7 +372,7 @@ class BidModel:
 def plan_bid(bot: HeuristicBot, model: BidModel, tokens: np.ndarray, max_group: int = 5,
              improve: int = 6) -> np.ndarray:  # fmt: skip
     """Place every token, strongest first, each time on the target (and in the number) that adds most value per
-    token; then move single tokens while that helps. At most six characters carry tokens (RULES.md §3)."""
+    token; then move single tokens while that helps. At most six characters carry tokens (docs/rules.md §3)."""
     t = bot.t
     T = t.targets
     bid = np.zeros((T, 3), dtype=np.int64)

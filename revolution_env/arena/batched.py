@@ -5,8 +5,9 @@
 ``runner.play_task`` does alone: the same game seed, each seat's agent a :meth:`Agent.fork` reset with the seed
 ``GameRunner`` would give it (so its random draws are the ones it would make alone), observations and masks built by
 :class:`revolution_env.env.batched.BatchedView` (identical to the environment's), and, in two-player games, D9's coin
-flip drawn from the game's own coin stream, as the scalar engine draws it. ``tests/test_evaluation.py`` compares
-both paths game by game, scenarios included.
+flip drawn from the game's own coin stream, as the scalar engine draws it (the first edition's deck is shuffled
+from the game's deck stream by the batched engine itself). ``tests/test_evaluation.py`` compares both paths game by
+game, scenarios included.
 
 What is batched: the engine's steps, the observations and masks of all waiting seats, and a deterministic
 checkpoint policy's forward pass (one per step for every game it plays in, also where it is the component a
@@ -14,8 +15,8 @@ mixture, ``mix:``, drew for a game's decision). Random agents and the heuristic 
 the draw of a mixture's component (each with its own random stream; the bots are compiled,
 :mod:`revolution_env.agents.compiled`).
 
-The scalar path remains for what the batched engine does not play: the first edition, the token action mode, and
-agents other than ``random``, the heuristics, checkpoint policies and their mixtures (:func:`can_batch`).
+The scalar path remains for what the batched path does not play: the token action mode, and agents other than
+``random``, the heuristics, checkpoint policies and their mixtures (:func:`can_batch`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from revolution_env.agents.mixture import MixtureAgent
 from revolution_env.arena.runner import GameResult, IllegalMoveError, agent_seed
 from revolution_env.engine import kernels as K
 from revolution_env.engine.batched import BatchedGame, clean_bids_batch, priority_by_rule_batch
-from revolution_env.engine.game import Decision, make_layout
+from revolution_env.engine.game import COIN_STREAM, Decision, make_layout, seed_stream
 from revolution_env.env.batched import BatchedView
 from revolution_env.env.core import EnvConfig
 from revolution_env.env.encoding import Codec
@@ -51,7 +52,7 @@ def _batchable(agent: Agent) -> bool:
 
 def can_batch(agents: Sequence[Agent], env_options: Mapping[str, Any]) -> bool:
     """Whether games of these agents in this variant can be played on the batched engine."""
-    if env_options.get("first_edition") or env_options.get("action_mode", "bid") != "bid":
+    if env_options.get("action_mode", "bid") != "bid":
         return False
     return all(_batchable(a) for a in agents)
 
@@ -73,7 +74,7 @@ def play_batched(
     forks = [[a.fork(agent_seed(int(t.seed), s)) for s, a in enumerate(row)] for t, row in zip(tasks, base)]
     coins = None
     if layout.scheming >= 0:  # D9's coin: the scalar engine's first stream of the game's seed
-        coins = [np.random.default_rng(np.random.SeedSequence(int(s)).spawn(2)[0]) for s in seeds]
+        coins = [seed_stream(int(s), COIN_STREAM) for s in seeds]
     everyone = np.arange(n)
     while not game.over.all():
         kind = game.kind

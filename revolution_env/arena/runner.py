@@ -2,8 +2,8 @@
 
 Evaluation, the terminal game, the browser game, the main job, the scripts and the tests all play games through
 :class:`GameRunner` (or its shortcut :func:`play_game`); nothing else writes the loop again. A runner can record
-the game as a scenario (``SCENARIOS.md``) that replays it exactly, and calls ``on_step`` after every decision so
-that a front end can show the game as it goes. A seat may be left to decisions from outside (``None`` in place of
+the game as a scenario (``docs/scenarios.md``) that replays it exactly, and calls ``on_step`` after every decision
+so that a front end can show the game as it goes. A seat may be left to decisions from outside (``None`` in place of
 its agent: a person at a web page): :meth:`GameRunner.advance` plays the seated agents until such a seat must
 decide, and :meth:`GameRunner.apply_outside` applies its action.
 """

@@ -1,4 +1,4 @@
-"""``revolution_env.vector_env``: many single-agent games stepped in batch (ENVIRONMENT.md, "Vectorised").
+"""``revolution_env.vector_env``: many single-agent games stepped in batch (docs/environment.md §5 "Vectorised").
 
 | property        | value                                                                                          |
 |-----------------|------------------------------------------------------------------------------------------------|
@@ -18,7 +18,8 @@ pass (``PolicyAgent.act_batch``), a heuristic bot through its compiled code
 (``revolution_env.agents.compiled``: the same decisions as its ``act`` on each row in turn, about 0.2 ms a bid).
 Other agents are called per game through their scalar ``act(observation, info)`` on observations built in batch.
 
-Not supported: the first edition (``ValueError`` at construction) and rendering.
+Every variant plays here, the first edition included (its Remove decisions are the learner's, or an opponent's,
+like Spy and Apothecary). Not supported: rendering.
 """
 
 from __future__ import annotations
@@ -27,31 +28,14 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import gymnasium
 import numpy as np
-from gymnasium.utils import seeding
-from gymnasium.vector import VectorEnv
-from gymnasium.vector.utils import batch_space
 
 from revolution_env.agents.base import act_batch
 from revolution_env.arena.opponents import Opponents
+from revolution_env.arena.vector_base import KEEP_FINISHED, BatchedVectorEnv
 from revolution_env.common.workers import usable_cores
 from revolution_env.engine import kernels as K
-from revolution_env.engine.batched import BatchedGame
-from revolution_env.engine.components import BoardError
-from revolution_env.engine.game import Decision, RulesError, check_seed, make_layout
-from revolution_env.env.batched import BatchedView
-from revolution_env.env.core import ILLEGAL_REWARD, EnvConfig, final_rewards
-from revolution_env.env.encoding import Codec, IllegalActionError
-from revolution_env.env.modes import action_mode
-from revolution_env.env.observation import ObservationLayout
-
-try:
-    from gymnasium.vector import AutoresetMode
-
-    SAME_STEP: Any = AutoresetMode.SAME_STEP
-except ImportError:  # gymnasium 1.0 names no autoreset modes (its own vector envs reset on the next step)
-    SAME_STEP = "SameStep"
+from revolution_env.engine.game import Decision
 
 _POOL: list[ThreadPoolExecutor] = []
 
@@ -68,9 +52,6 @@ def _pool() -> ThreadPoolExecutor:
     if not _POOL:
         _POOL.append(ThreadPoolExecutor(max_workers=_threads(), thread_name_prefix="opponents"))
     return _POOL[0]
-
-
-KEEP_FINISHED = 100_000  # finished games kept for pop_finished() before the oldest are dropped
 
 
 # --- opponents -------------------------------------------------------------------------------------------------
@@ -91,10 +72,12 @@ def _is_random(agent: Any) -> bool:
     return type(agent) is RandomAgent
 
 
-class RevolutionVectorEnv(VectorEnv):
+class RevolutionVectorEnv(BatchedVectorEnv):
     """``num_envs`` single-agent games of Revolution! stepped in batch. See the module documentation."""
 
-    metadata = {"autoreset_mode": SAME_STEP, "render_modes": []}
+    every_seat = False  # one row per game: the learner's seat
+    title = "vector env"
+    renders = "revolution_env.env or gym_env"
 
     def __init__(
         self,
@@ -106,62 +89,22 @@ class RevolutionVectorEnv(VectorEnv):
         keep_finished: int = KEEP_FINISHED,
         **options: Any,
     ) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs: expected a positive integer, got {num_envs!r}")
         options = dict(options, players=players)
-        if options.get("render_mode") is not None:
-            raise ValueError("render_mode: the vector env does not render (use revolution_env.env or gym_env)")
-        self.config = config = EnvConfig.from_options(options)
-        if config.rules.first_edition:
-            raise ValueError(
-                "first_edition: the batched engine does not support the first edition (Card space and deck); "
-                "use revolution_env.env or gym_env for it"
-            )
-        try:
-            self.layout = make_layout(config.rules)
-        except (BoardError, RulesError) as exc:
-            raise ValueError(f"board: {exc}") from None
-        if not isinstance(mask_in_obs, bool):
-            raise ValueError(f"mask_in_obs: expected true or false, got {mask_in_obs!r}")
-        if isinstance(keep_finished, bool) or not isinstance(keep_finished, int) or keep_finished < 0:
-            raise ValueError(f"keep_finished: expected a non-negative integer, got {keep_finished!r}")
-        L = self.layout
-        self.num_envs = n = int(num_envs)
-        self.players = P = L.players
+        super().__init__(num_envs, "num_envs", options, mask_in_obs, keep_finished)
+        n, P = self.num_envs, self.players
         if seat is not None and (
             isinstance(seat, bool) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < P
         ):
             raise ValueError(f"seat: expected None or a seat from 0 to {P - 1}, got {seat!r}")
         self.fixed_seat = None if seat is None else int(seat)
-        self.mask_in_obs = mask_in_obs
-        self.keep_finished = keep_finished
-        self.codec = Codec(L)
-        # the learner's action mode (env/modes.py), one row per game; opponents always play whole bids, through
-        # the bid mode's view
-        self.mode = action_mode(config.action_mode, self.codec, n)
-        self.tokens = self.mode.tokens  # the token mode's sequences (None in the bid mode)
-        self.view = BatchedView(self.codec, ObservationLayout(self.codec))
-        self.obs_layout = self.mode.layout  # the learner's
-        self.single_observation_space = self.mode.observation_space(with_mask=mask_in_obs)
-        self.single_action_space = self.mode.space()
-        self.observation_space = batch_space(self.single_observation_space, n)
-        self.action_space = batch_space(self.single_action_space, n)
-        self._np_random, self._np_random_seed = seeding.np_random(None)
-        self.game = BatchedGame(L, n, rng=self._np_random)
+        self.seat = self.row_seat  # the learner's seat in each game (row g is game g's learner)
         # opponents: a table of distinct opponents, and per game and absolute seat an index into it (-1: learner)
-        self._warned: set[str] = set()
         self._table: list[_Opponent] = [_Opponent("random")]
         self._index: dict[int, int] = {}
         # one agent per distinct spec, asked for all its games at once
         self.opponents = Opponents(opponents, P, options, shared=True)
         self._fixed = [self._register(*pair) for pair in self.opponents.fixed]
-        self.seat = np.zeros(n, dtype=np.int64)
         self.opponent_of = np.full((n, P), -1, dtype=np.int64)
-        self._finished: list[Any] = []
-        self._finished_count = 0
-        self._started = False
-        self._kinds = np.zeros(n, dtype=np.int64)
-        self._masks = np.zeros((n, self.mode.n), dtype=bool)
 
     # --- opponents ---------------------------------------------------------------------------------------------
 
@@ -215,37 +158,36 @@ class RevolutionVectorEnv(VectorEnv):
         ``info["final_info"]["opponents"]`` indexes this list."""
         return [o.name for o in self._table]
 
-    # --- the VectorEnv API -------------------------------------------------------------------------------------
+    # --- the VectorEnv API (the rest in BatchedVectorEnv) ------------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict[str, Any]]:
-        """Start every game afresh (later games start by themselves when one ends: autoreset)."""
-        seed = check_seed(seed)
-        if seed is not None:
-            self._np_random, self._np_random_seed = seeding.np_random(seed)
-            self.game.rng = self._np_random
-            for opponent in self._table[1:]:  # stochastic bots draw from their own generators: seed them too
-                if hasattr(opponent.agent, "reset"):
-                    opponent.agent.reset(int(self._np_random.integers(2**31)))
-        everything = np.arange(self.num_envs)
-        self._start_games(everything)
-        self._started = True
-        obs = self._observe()
-        return obs, self._infos(np.zeros(self.num_envs, dtype=np.int8))
+    def bid_mode_view(self, games: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """What an agent written for the bid mode reads in the learner's seat of ``games`` (default: every game):
+        observations (without the bid under construction, in the token mode) and the bid mode's flat masks
+        (``Core.bid_mode_view``'s batch form; the teacher of behaviour cloning reads them)."""
+        g = np.arange(self.num_envs) if games is None else np.asarray(games, dtype=np.int64)
+        seats, kinds = self.seat[g], self._kinds[g]
+        return self.view.observe(self.game, g, seats, kinds), self.view.masks(self.game, g, seats, kinds)
 
-    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """One decision of the learner in every game; opponents play until the learner is asked again."""
-        if not self._started:
-            raise RuntimeError("step() before reset(): call reset() first")
-        n, game, view = self.num_envs, self.game, self.view
-        actions = self.mode.check_many(actions)
-        legal = self.mode.legal_many(view, actions, self._masks)
-        illegal = ~legal
-        if illegal.any():
-            self._illegal(np.flatnonzero(illegal), actions)
-        kinds = self._kinds
-        everyone = np.arange(n)
-        bidding = everyone[legal & (kinds == K.K_BID)]
-        choosing = everyone[legal & (kinds >= K.K_GUY)]
+    # --- inside ------------------------------------------------------------------------------------------------
+
+    def _seeded(self) -> None:
+        for opponent in self._table[1:]:  # stochastic bots draw from their own generators: seed them too
+            if hasattr(opponent.agent, "reset"):
+                opponent.agent.reset(int(self._np_random.integers(2**31)))
+
+    def _where(self, row: int) -> str:
+        return f"env {row} (seat {int(self.seat[row])})"
+
+    def _rows_are(self) -> str:
+        return "one row per game"
+
+    def _decide(self, actions: np.ndarray, kinds: np.ndarray, playing: np.ndarray) -> None:
+        """The learner's bids (with its opponents', once its bid is complete) and other decisions; opponents then
+        play until the learner is asked again."""
+        game, view = self.game, self.view
+        everyone = np.arange(self.num_envs)
+        bidding = everyone[playing & (kinds == K.K_BID)]
+        choosing = everyone[playing & (kinds >= K.K_GUY)]
         held = game.tokens[bidding, self.seat[bidding]]
         complete = self.mode.place_many(bidding, actions[bidding], held)  # in the token mode, one token placed
         bidding, held = bidding[complete], held[complete]
@@ -262,131 +204,10 @@ class RevolutionVectorEnv(VectorEnv):
             values = view.engine_choices(choices, self.seat[choosing], kinds[choosing])
             game.choose(choosing, values)
         self._play_opponents()
-        over = game.over.copy()
-        done = over | illegal
-        rewards = np.zeros(n, dtype=np.float64)
-        rewards[over] = self._rewards(everyone[over])
-        rewards[illegal] = ILLEGAL_REWARD
-        truncated = over & game.truncated
-        terminated = done & ~truncated
-        infos: dict[str, Any] = {}
-        if done.any():
-            ended = everyone[done]
-            infos = self._final(ended, everyone[over], illegal)
-            self._start_games(ended)
-        obs = self._observe()
-        infos.update(self._infos(illegal.astype(np.int8)))
-        return obs, rewards, terminated, truncated, infos
 
-    def action_masks(self) -> np.ndarray:
-        """The learner's flat masks, bool ``(num_envs, sum(nvec))`` (MaskablePPO's form; read-only), or in the token
-        mode ``(num_envs, n)``."""
-        return self._masks
-
-    def bid_mode_view(self, games: Any = None) -> tuple[np.ndarray, np.ndarray]:
-        """What an agent written for the bid mode reads in the learner's seat of ``games`` (default: every game):
-        observations (without the bid under construction, in the token mode) and the bid mode's flat masks
-        (``Core.bid_mode_view``'s batch form; the teacher of behaviour cloning reads them)."""
-        g = np.arange(self.num_envs) if games is None else np.asarray(games, dtype=np.int64)
-        seats, kinds = self.seat[g], self._kinds[g]
-        return self.view.observe(self.game, g, seats, kinds), self.view.masks(self.game, g, seats, kinds)
-
-    def pop_finished(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """The games finished since the last call, as ``(scenario, final_state)`` pairs: the scenario (SCENARIOS.md,
-        with ``seed`` and, with two players, ``priority`` in every round) replays to the final state. Games ended
-        by an illegal action are not among them."""
-        out = []
-        for records in self._finished:
-            for i in range(len(records)):
-                out.append((records.export(i), records.state_dict(i)))
-        self._finished = []
-        self._finished_count = 0
-        return out
-
-    def close_extras(self, **kwargs: Any) -> None:
-        pass
-
-    # --- inside ------------------------------------------------------------------------------------------------
-
-    def _observe(self) -> Any:
-        everyone = np.arange(self.num_envs)
-        self._kinds = kinds = self.view.kinds(self.game, everyone, self.seat)
-        obs = self.mode.observations_many(self.view.observe(self.game, everyone, self.seat, kinds), everyone)
-        self._masks = self.mode.masks_many(self.view, self.game, everyone, self.seat, kinds)
-        self._masks.flags.writeable = False  # handed out as it is (action_masks, info): built anew every step
-        if self.mask_in_obs:
-            return {"observation": obs, "action_mask": self._masks.view(np.int8)}
-        return obs
-
-    def _infos(self, illegal: np.ndarray) -> dict[str, Any]:
-        ones = np.ones(self.num_envs, dtype=bool)
-        return {
-            "decision": self._kinds.copy(),
-            "_decision": ones,
-            "illegal_action": illegal,
-            "_illegal_action": ones,
-            "action_mask": self.action_masks(),
-            "_action_mask": ones,
-        }
-
-    def _rewards(self, games: np.ndarray) -> np.ndarray:
-        seats = self.seat[games]
-        return final_rewards(
-            self.config.reward, self.game.final_win[games, seats], self.game.final_support[games], seats
-        )
-
-    def _final(self, ended: np.ndarray, over: np.ndarray, illegal: np.ndarray) -> dict[str, Any]:
-        """The last observation and info of the games that ended, and their records for pop_finished()."""
-        n = self.num_envs
-        game = self.game
-        if self.keep_finished and len(over):
-            self._finished.append(game.snapshot(over))
-            self._finished_count += len(over)
-            while self._finished_count > self.keep_finished and len(self._finished) > 1:
-                self._finished_count -= len(self._finished.pop(0))
-                self._warn_once(
-                    "keep_finished",
-                    f"pop_finished(): more than {self.keep_finished} finished games kept; the oldest are dropped",
-                )
-        kinds = np.zeros(len(ended), dtype=np.int64)
-        self.mode.clear(ended)  # the bid under construction: none (the game is over, or ended by an illegal action)
-        last = self.mode.observations_many(self.view.observe(game, ended, self.seat[ended], kinds), ended)
-        final_obs = np.full(n, None, dtype=object)
-        for j, i in enumerate(ended.tolist()):
-            if self.mask_in_obs:  # what nothing to decide allows: 0 in every dimension
-                final_obs[i] = {"observation": last[j], "action_mask": self.mode.none_mask()}
-            else:
-                final_obs[i] = last[j]
-        mask = np.zeros(n, dtype=bool)
-        mask[ended] = True
-        seats = self.seat
-        final_info = {
-            "seat": seats.copy(),
-            "won": game.final_win[np.arange(n), seats] & game.over,
-            "support": np.where(game.over, game.final_support[np.arange(n), seats], 0),
-            "rounds": game.round.copy(),
-            "illegal_action": illegal.astype(np.int8),
-            # the other seats' opponents, in seat order, as indices into opponent_names()
-            "opponents": self.opponent_of[self.opponent_of >= 0].reshape(n, self.players - 1).copy(),
-        }
-        final_info.update({f"_{k}": mask for k in list(final_info)})
-        return {"final_obs": final_obs, "_final_obs": mask, "final_info": final_info, "_final_info": mask}
-
-    def _illegal(self, envs: np.ndarray, actions: np.ndarray) -> None:
-        i = int(envs[0])
-        kind = Decision(int(self._kinds[i]))
-        why = self.mode.why(actions[i], self._masks[i], kind)
-        if self.config.illegal == "raise":
-            raise IllegalActionError(f"env {i} (seat {int(self.seat[i])}): illegal action for decision {kind!r}: {why}")
-        self._warn_once(
-            "illegal",
-            f"env {i}: illegal action for decision {kind!r} ({why}); the game ends, reward {ILLEGAL_REWARD:g}",
-        )
-
-    def _warn_once(self, key: str, message: str) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            gymnasium.logger.warn(message)
+    def _final_extras(self) -> dict[str, np.ndarray]:
+        # the other seats' opponents, in seat order, as indices into opponent_names()
+        return {"opponents": self.opponent_of[self.opponent_of >= 0].reshape(self.num_envs, self.players - 1).copy()}
 
     def _opponent_bids(self, games: np.ndarray, bids: np.ndarray) -> None:
         """Every opponent's bid in ``games`` (all waiting for bids), written into ``bids`` (n, players, T, 3)."""
@@ -474,7 +295,7 @@ class RevolutionVectorEnv(VectorEnv):
 def vector_env(
     num_envs: int, players: int = 3, opponents: Any = None, seat: int | None = None, **options: Any
 ) -> RevolutionVectorEnv:
-    """``num_envs`` single-agent games stepped in batch by the batched engine (ENVIRONMENT.md, "Vectorised").
+    """``num_envs`` single-agent games stepped in batch by the batched engine (docs/environment.md §5 "Vectorised").
 
     ``opponents``: one agent spec (``"random"``, a heuristic's name, a checkpoint path, a ``mix:`` mixture) or
     ``Agent`` for every other seat, a list of one per other seat, or a league object whose ``sample(rng, slot)``

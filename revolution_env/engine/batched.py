@@ -1,13 +1,15 @@
 """N games of one variant held as arrays (the batch first) and stepped together.
 
 :class:`BatchedGame` is the batched counterpart of :class:`revolution_env.engine.game.Game`: the same rules
-(RULES.md, D1-D18), the same state as arrays with a leading batch axis (``tokens (N, S, 3)``, ``bank (N, 3)``,
+(docs/rules.md, D1-D18), the same state as arrays with a leading batch axis (``tokens (N, S, 3)``, ``bank (N, 3)``,
 ``support (N, S)``, ``cubes (N, A, S)``, ``supply (N, S)``, ``bids (N, S, T, 3)``, ...), and one pending decision
 per game (``kind (N,)``, ``decider (N,)``). Bids of many games are submitted in one call and cleaned with NumPy over
-the batch; resolution runs per game in the compiled loops of :mod:`.kernels`, pausing a game at a Guy, Spy or
-Apothecary decision. The scalar engine stays the reference (``tests/test_batched.py``).
+the batch; resolution runs per game in the compiled loops of :mod:`.kernels`, pausing a game at a Guy, Spy,
+Apothecary or Remove decision. The scalar engine stays the reference (``tests/test_batched.py``).
 
-Not supported: the first edition (its Card space and deck); construction raises ``ValueError`` for it.
+Every variant of the scalar engine plays here, the first edition included: each game's deck (D15) is shuffled by
+its own generator, seeded from the game's seed as :class:`Game` seeds it (``seed_stream``), the shuffles drawn
+ahead into ``deck`` so that the compiled loops draw without calling back; the same seed deals the same cards.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import numpy as np
 
 from revolution_env.engine import kernels as K
 from revolution_env.engine.components import TOKEN_TYPES
-from revolution_env.engine.game import Decision, IllegalAction, Layout, Phase, clean_bids
+from revolution_env.engine.game import DECK_STREAM, Decision, IllegalAction, Layout, Phase, clean_bids, seed_stream
 from revolution_env.engine.kernels import (
     APO_AREA,
     APO_SEAT,
+    DECK_LEFT,
+    DECK_SHUFFLE,
     DSEAT,
     GUY_COUNT,
     GUY_LAST,
@@ -38,8 +42,15 @@ HISTORY_START = 32  # rounds of history kept per game before the buffer grows
 MAX_GUY_CHOICES = 7  # D12: at most six Guy bids, then a pass
 
 
+def _card_draws(L: Layout) -> int:
+    """The most cards one round can draw: every player's Gold on the Card space up to the limit (Guy never bids
+    there); 0 outside the first edition."""
+    return L.players * L.components.card_max_gold if L.card_space >= 0 else 0
+
+
 def _tables(L: Layout) -> tuple[np.ndarray, ...]:
     comp = L.components
+    deck = comp.deck if L.card_space >= 0 else ()
     cfg = np.zeros(K.N_CFG, dtype=np.int64)
     cfg[K.C_CHARS] = L.n_characters
     cfg[K.C_TARGETS] = L.n_targets
@@ -55,6 +66,11 @@ def _tables(L: Layout) -> tuple[np.ndarray, ...]:
     cfg[K.C_MAX_ROUNDS] = L.rules.max_rounds
     cfg[K.C_MAX_CHARS] = comp.max_characters_per_bid
     cfg[K.C_PATRONAGE] = comp.patronage_minimum
+    cfg[K.C_CARD] = L.card_space
+    cfg[K.C_CARD_MAX] = comp.card_max_gold
+    cfg[K.C_DECK] = len(deck)
+    # the shuffle in use and enough drawn ahead for the draws of one call (a call draws at most one round's cards)
+    cfg[K.C_SLOTS] = 1 + max(1, -(-_card_draws(L) // max(len(deck), 1)))
     return (
         cfg,
         L.legal.astype(np.bool_),
@@ -65,6 +81,9 @@ def _tables(L: Layout) -> tuple[np.ndarray, ...]:
         L.spaces.astype(np.int64),
         L.area_support.astype(np.int64),
         L.token_points.astype(np.int64),
+        np.array([c.support for c in deck], dtype=np.int64),
+        np.array([c.tokens for c in deck], dtype=np.int64).reshape(len(deck), 3),
+        np.array([c.remove for c in deck], dtype=np.bool_),
     )
 
 
@@ -73,16 +92,12 @@ class BatchedGame:
 
     Decisions go in per game index: :meth:`submit_bids` for the games waiting for bids, :meth:`choose` for the
     others. Games are reset individually (:meth:`reset`), so finished ones can start again while others play on.
-    ``rng`` draws D9's coin flips (a scenario exported by :meth:`export` carries the resulting ``priority``).
+    ``rng`` draws D9's coin flips (a scenario exported by :meth:`export` carries the resulting ``priority``); the
+    first edition's shuffles come from each game's seed, as the scalar engine's do.
     """
 
     def __init__(self, layout: Layout, n: int, seeds: Any = None, rng: np.random.Generator | None = None) -> None:
         L = layout
-        if L.card_space >= 0:
-            raise ValueError(
-                "first_edition: the batched engine does not support the first edition (Card space and deck); "
-                "use revolution_env.env / gym_env for it"
-            )
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"num_envs: expected a positive integer, got {n!r}")
         self.layout = L
@@ -107,8 +122,15 @@ class BatchedGame:
         self.final_areas = np.zeros((n, S), dtype=np.int64)
         self.final_win = np.zeros((n, S), dtype=np.bool_)
         self.seeds = np.zeros(n, dtype=np.int64)
-        self._st = tuple(getattr(self, name) for name in K.STATE_FIELDS)
         self._tb = _tables(L)
+        cfg = self._tb[0]
+        D = int(cfg[K.C_DECK])
+        self.deck = np.zeros((n, int(cfg[K.C_SLOTS]), D), dtype=np.int64)
+        self.card_queue = np.zeros((n, S), dtype=np.int64)
+        self.drawn = np.zeros((n, S, D), dtype=np.int64)
+        self._deck_rngs: list[np.random.Generator | None] = [None] * n  # each game's D15 shuffles
+        self._shuffles = np.zeros(n, dtype=np.int64)  # shuffles drawn into `deck` so far, per game
+        self._st = tuple(getattr(self, name) for name in K.STATE_FIELDS)
         # The story of each game, for export: raw bids and priority per round, and the rare choices.
         self._hist_bids = np.zeros((n, HISTORY_START, L.players, T, 3), dtype=np.int8)
         self._hist_priority = np.full((n, HISTORY_START), -1, dtype=np.int8)
@@ -116,6 +138,7 @@ class BatchedGame:
         self._hist_spy = np.full((n, HISTORY_START), -2, dtype=np.int16)
         self._hist_apothecary = np.full((n, HISTORY_START, 2), -2, dtype=np.int16)
         self._hist_guy = np.full((n, HISTORY_START, MAX_GUY_CHOICES), -2, dtype=np.int16)
+        self._hist_remove = np.full((n, HISTORY_START, max(_card_draws(L), 1)), -2, dtype=np.int16)
         self._start_tokens = np.tile(np.array(L.components.token_start, dtype=np.int64), (S, 1))
         self.reset(np.arange(n), seeds)
 
@@ -197,6 +220,30 @@ class BatchedGame:
         self._hist_spy[g] = -2
         self._hist_apothecary[g] = -2
         self._hist_guy[g] = -2
+        self._hist_remove[g] = -2
+        if L.card_space >= 0:
+            self.card_queue[g] = 0
+            self.drawn[g] = 0
+            self.meta[g, DECK_LEFT] = self.deck.shape[2]  # the first shuffle, whole
+            self._shuffles[g] = 0
+            for i, seed in zip(g.tolist(), seeds.tolist()):
+                self._deck_rngs[i] = seed_stream(seed, DECK_STREAM)
+            self._draw_ahead(g)
+
+    def _draw_ahead(self, games: np.ndarray) -> None:
+        """Fill the shuffle slots of ``games`` that were used up (D15): each game's next shuffles from its own
+        generator, in the order ``Game._shuffled_deck`` draws them, so that every slot but the one in use holds a
+        shuffle still to come."""
+        slots, D = self.deck.shape[1:]
+        wanted = self.meta[games, DECK_SHUFFLE] + slots
+        behind = self._shuffles[games] < wanted
+        for i, made, upto in zip(
+            games[behind].tolist(), self._shuffles[games[behind]].tolist(), wanted[behind].tolist()
+        ):
+            rng = self._deck_rngs[i]
+            for k in range(made, upto):
+                self.deck[i, k % slots] = rng.permutation(D)
+        self._shuffles[games[behind]] = wanted[behind]
 
     # --- decisions ---------------------------------------------------------------------------------------------
 
@@ -235,6 +282,8 @@ class BatchedGame:
                     )
             coin = self.rng.integers(2, size=len(g))  # D9's coin flip, where the rule comes to it
         K.submit_many(g, bids, given, coin, self._st, self._tb, self._hist_bids, self._hist_priority)
+        if self.layout.card_space >= 0:
+            self._draw_ahead(g)
 
     def choose(self, games: Any, values: Any) -> None:
         """Answer the pending non-bid decision of each of ``games``: ``values`` per game, -1 to decline or pass,
@@ -249,6 +298,8 @@ class BatchedGame:
         rounds = self.meta[g, ROUND].copy()
         ok = np.zeros(len(g), dtype=np.bool_)
         K.choose_many(g, values, self._st, self._tb, ok)
+        if self.layout.card_space >= 0:
+            self._draw_ahead(g)
         self._record(g[ok], rounds[ok] - 1, kinds[ok], values[ok])
         if not ok.all():
             i = int(np.flatnonzero(~ok)[0])
@@ -276,7 +327,7 @@ class BatchedGame:
             return
         new = max(rounds, 2 * cap)
         for name, fill in (("_hist_bids", 0), ("_hist_priority", -1), ("_hist_spy", -2), ("_hist_apothecary", -2),
-                           ("_hist_guy", -2)):  # fmt: skip
+                           ("_hist_guy", -2), ("_hist_remove", -2)):  # fmt: skip
             old = getattr(self, name)
             grown = np.full((self.n, new, *old.shape[2:]), fill, dtype=old.dtype)
             grown[:, :cap] = old
@@ -291,11 +342,12 @@ class BatchedGame:
                     self._hist_spy[g[sel], r[sel]] = values[sel]
                 else:
                     self._hist_apothecary[g[sel], r[sel], column] = values[sel]
-        sel = kinds == K.K_GUY
-        if sel.any():
-            gg, rr = g[sel], r[sel]
-            count = (self._hist_guy[gg, rr] != -2).sum(1)
-            self._hist_guy[gg, rr, count] = values[sel]
+        for kind, hist in ((K.K_GUY, self._hist_guy), (K.K_REMOVE, self._hist_remove)):  # lists, in order
+            sel = kinds == kind
+            if sel.any():
+                gg, rr = g[sel], r[sel]
+                count = (hist[gg, rr] != -2).sum(1)
+                hist[gg, rr, count] = values[sel]
 
     def snapshot(self, games: Any) -> GameRecords:
         """Everything :meth:`export` and :meth:`state_dict` need about ``games``, copied in one go (so that the
@@ -315,6 +367,7 @@ class BatchedGame:
             final_tokens=self.final_tokens[g],
             final_areas=self.final_areas[g],
             final_win=self.final_win[g],
+            deck=self.deck[g],
             bids=self.bids[g],
             winners=self.winners[g],
             hist_bids=self._hist_bids[g, :played],
@@ -322,10 +375,11 @@ class BatchedGame:
             hist_spy=self._hist_spy[g, :played],
             hist_apothecary=self._hist_apothecary[g, :played],
             hist_guy=self._hist_guy[g, :played],
+            hist_remove=self._hist_remove[g, :played],
         )
 
     def state_dict(self, game: int) -> dict[str, Any]:
-        """Game ``game``'s canonical state (SCENARIOS.md), as ``engine.scenario.state_dict`` gives it."""
+        """Game ``game``'s canonical state (docs/scenarios.md §2), as ``engine.scenario.state_dict`` gives it."""
         return self.snapshot([game]).state_dict(0)
 
     def export(self, game: int) -> dict[str, Any]:
@@ -373,6 +427,9 @@ class GameRecords:
             "supply": self.supply[i].tolist(),
             "final": final,
         }
+        if L.card_space >= 0:  # the draw pile, top card first (settled case 9)
+            deck = L.components.deck
+            state["deck"] = [deck[k].name for k in draw_pile(self.deck[i], meta)]
         if meta[PHASE] not in (K.BIDDING, K.OVER):
             names = L.target_names
             kind = int(meta[KIND])
@@ -413,8 +470,17 @@ class GameRecords:
             first, second = (int(v) for v in self.hist_apothecary[i, r])
             if first != -2:
                 entry["apothecary"] = "decline" if first < 0 else {"first": cube(first), "second": cube(second)}
+            removes = [cube(int(v)) for v in self.hist_remove[i, r] if v != -2]
+            if removes:
+                entry["remove"] = removes
             rounds.append(entry)
         return {"rules": L.rules.to_dict(), "seed": int(self.seeds[i]), "rounds": rounds}
+
+
+def draw_pile(deck: np.ndarray, meta: np.ndarray) -> np.ndarray:
+    """One game's draw pile, top card first (card indices), from its shuffles ``deck`` (slots, D) and ``meta``."""
+    D = deck.shape[1]
+    return deck[meta[DECK_SHUFFLE] % len(deck), D - meta[DECK_LEFT] :]
 
 
 def _bid_dict(bid: np.ndarray, names: tuple[str, ...]) -> dict[str, dict[str, int]]:
@@ -423,7 +489,7 @@ def _bid_dict(bid: np.ndarray, names: tuple[str, ...]) -> dict[str, dict[str, in
 
 def clean_bids_batch(bids: np.ndarray, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
     """``engine.game.clean_bids`` over a batch: bids (n, players, T, 3) -> cleaned bids and, per game, the tokens
-    that go to the bank (n, 3) (RULES.md §3, D16, D18)."""
+    that go to the bank (n, 3) (docs/rules.md §3, D16, D18)."""
     return clean_bids(bids, layout, batch_dims=1)
 
 

@@ -6,7 +6,7 @@ with Numba when it is installed (``pip install revolution-env[fast]``) and run a
 results, far more slowly). Set ``REVOLUTION_NO_NUMBA=1`` to force plain Python.
 
 Why loops over games rather than NumPy over the batch for this part: resolution is a chain of small steps per
-character that any game may leave at a decision (Spy, Apothecary, Guy); compiled, one game's round costs about
+character that any game may leave at a decision (Spy, Apothecary, Guy, Remove); compiled, one game's round costs about
 a microsecond, and the profile (``scripts/benchmark.py``) shows the batch-wide NumPy work around it (bids, masks,
 observations) dominating.
 
@@ -32,11 +32,16 @@ FORCE, BLACKMAIL, GOLD = int(Token.FORCE), int(Token.BLACKMAIL), int(Token.GOLD)
 
 # Columns of the per-game integer record ``meta`` (N, N_META).
 ROUND, PHASE, KIND, DSEAT, CURSOR, GUY_COUNT, GUY_FIRST, GUY_LAST, SPY_OWNER, APO_AREA, APO_SEAT = range(11)
-TRUNCATED, REVEALED_ROUND, CONTESTED, N_META = 11, 12, 13, 14
+TRUNCATED, REVEALED_ROUND, CONTESTED = 11, 12, 13
+# The first edition's deck (D15): the shuffle in use (counted from 0, in slot DECK_SHUFFLE % C_SLOTS of ``deck``) and
+# the cards left in its draw pile (its last DECK_LEFT entries).
+DECK_SHUFFLE, DECK_LEFT, N_META = 14, 15, 16
 
 # Entries of the configuration vector ``cfg``.
 (C_CHARS, C_TARGETS, C_SEATS, C_PLAYERS, C_AREAS, C_PUPPET, C_SCHEMING, C_SPY, C_APO) = range(9)
-(C_REFUNDS, C_ACB, C_MAX_ROUNDS, C_MAX_CHARS, C_PATRONAGE, N_CFG) = range(9, 15)
+(C_REFUNDS, C_ACB, C_MAX_ROUNDS, C_MAX_CHARS, C_PATRONAGE) = range(9, 14)
+# The first edition: the Card space's target (-1: none), the Gold per seat that draws, the deck's size, shuffle slots.
+(C_CARD, C_CARD_MAX, C_DECK, C_SLOTS, N_CFG) = range(14, 19)
 
 STATE_FIELDS = (
     "tokens",  # (N, S, 3)
@@ -55,9 +60,12 @@ STATE_FIELDS = (
     "final_tokens",  # (N, S)
     "final_areas",  # (N, S)
     "final_win",  # (N, S) bool
+    "deck",  # (N, C_SLOTS, D): shuffles of the deck (card indices), the one in use and those drawn ahead
+    "card_queue",  # (N, S): cards each seat still draws from the Card space being resolved
+    "drawn",  # (N, S, D): cards drawn this round per seat and card index
 )
 TABLE_FIELDS = ("cfg", "legal", "strength", "rewards", "char_support", "char_area", "spaces", "area_support",
-                "token_points")  # fmt: skip
+                "token_points", "card_support", "card_tokens", "card_remove")  # fmt: skip
 
 
 @jit
@@ -67,7 +75,7 @@ def cube_targets(g, kind, cubes, supply, meta, cfg, spaces, out):
     A, S = cfg[C_AREAS], cfg[C_SEATS]
     for a in range(A):
         prot = False
-        if cfg[C_ACB]:  # Area Control Bonus: an area wholly held by one seat is untouchable (RULES.md §5)
+        if cfg[C_ACB]:  # Area Control Bonus: an area wholly held by one seat is untouchable (docs/rules.md §5)
             most = 0
             for s in range(S):
                 most = max(most, cubes[g, a, s])
@@ -100,7 +108,7 @@ def cube_targets(g, kind, cubes, supply, meta, cfg, spaces, out):
             out[a, meta[g, APO_SEAT]] = False
         for s in range(S):
             out[meta[g, APO_AREA], s] = False
-    else:  # K_REMOVE (not reached: the batched engine has no first edition)
+    else:  # K_REMOVE: an opponent's cube, the drawer's own are out of reach (docs/rules.md §7)
         for a in range(A):
             out[a, meta[g, DSEAT]] = False
     n = 0
@@ -117,7 +125,7 @@ def guy_options(g, tokens, bids, cfg, legal, ok, beat):
     puppet = cfg[C_PUPPET]
     n = 0
     for c in range(cfg[C_CHARS]):
-        open_ = True
+        open_ = c != cfg[C_CARD]  # none on the Card space, where there is no contest
         for t in range(3):
             if bids[g, puppet, c, t] > 0:
                 open_ = False
@@ -227,7 +235,7 @@ def priority_by_rule(g, bids, cfg, strength):
 
 @jit
 def contest(g, bids, best_, contested, meta, cfg, strength):
-    """Once bids are final, each target's strictly highest bid (RULES.md §3, §4)."""
+    """Once bids are final, each target's strictly highest bid (docs/rules.md §3, §4)."""
     for c in range(cfg[C_TARGETS]):
         best = 0
         who = -1
@@ -252,6 +260,58 @@ def place_cube(g, seat, area, cubes, supply, cfg, spaces):
     if supply[g, seat] > 0 and filled < spaces[area]:
         cubes[g, area, seat] += 1
         supply[g, seat] -= 1
+
+
+@jit
+def pay(g, seat, amount, tokens, bank):
+    """Tokens ``amount`` (3,) from the bank to ``seat``, as far as the bank can pay (D1)."""
+    for t in range(3):
+        paid = min(amount[t], bank[g, t])
+        bank[g, t] -= paid
+        tokens[g, seat, t] += paid
+
+
+@jit
+def start_cards(g, c, bank, bids, winners, card_queue, cfg):
+    """The Card space (docs/rules.md §7): no contest; all Gold placed there goes to the bank, refunds or not, and each
+    Gold, up to the limit per seat, is a card for its owner to draw."""
+    for s in range(cfg[C_SEATS]):
+        card_queue[g, s] = min(bids[g, s, c, GOLD], cfg[C_CARD_MAX])
+        for t in range(3):
+            bank[g, t] += bids[g, s, c, t]
+            bids[g, s, c, t] = 0
+    winners[g, c] = -1
+
+
+@jit
+def draw_cards(g, st, tb):
+    """The cards still to draw, seat by seat from seat 0, each resolved as it is drawn; stops at a Remove decision
+    (docs/rules.md §7). An empty draw pile is the game's next shuffle of the whole deck (D15), drawn ahead into ``deck``
+    by ``BatchedGame`` from the game's own seeded generator, as ``Game._shuffled_deck`` draws it."""
+    tokens, bank, support, cubes, supply, meta = st[0], st[1], st[2], st[3], st[4], st[11]
+    deck, card_queue, drawn = st[16], st[17], st[18]
+    cfg, spaces, card_support, card_tokens, card_remove = tb[0], tb[6], tb[9], tb[10], tb[11]
+    S, D = cfg[C_SEATS], cfg[C_DECK]
+    seat = 0
+    while meta[g, KIND] == K_NONE:
+        while seat < S and card_queue[g, seat] == 0:
+            seat += 1
+        if seat == S:
+            return
+        card_queue[g, seat] -= 1
+        if meta[g, DECK_LEFT] == 0:  # D15: reshuffled, discards included
+            meta[g, DECK_SHUFFLE] += 1
+            meta[g, DECK_LEFT] = D
+        card = deck[g, meta[g, DECK_SHUFFLE] % cfg[C_SLOTS], D - meta[g, DECK_LEFT]]
+        meta[g, DECK_LEFT] -= 1
+        drawn[g, seat, card] += 1
+        support[g, seat] += card_support[card]
+        pay(g, seat, card_tokens[card], tokens, bank)
+        if card_remove[card]:  # compulsory where an opponent's cube can be removed, else nothing to ask
+            meta[g, DSEAT] = seat
+            targets = np.zeros((cfg[C_AREAS], S), dtype=np.bool_)
+            if cube_targets(g, K_REMOVE, cubes, supply, meta, cfg, spaces, targets) > 0:
+                meta[g, KIND] = K_REMOVE
 
 
 @jit
@@ -295,19 +355,27 @@ def score(g, tokens, support, cubes, meta, fin_support, fin_tokens, fin_areas, f
 @jit
 def advance(g, st, tb):
     """Run the rules until a decision is needed or the game is over: resolve the characters from the cursor
-    (RULES.md §4: the strictly highest bid wins, tokens are spent, benefits come at once), then end the round."""
+    (docs/rules.md §4: the strictly highest bid wins, tokens are spent, benefits come at once; the first edition's Card
+    space draws its cards, §7), then end the round."""
     tokens, bank, support, cubes, supply, bids = st[0], st[1], st[2], st[3], st[4], st[5]
-    winners, best, contested, meta = st[7], st[8], st[9], st[11]
+    winners, best, contested, meta, card_queue = st[7], st[8], st[9], st[11], st[17]
     cfg, strength, rewards, char_support, char_area, spaces = tb[0], tb[2], tb[3], tb[4], tb[5], tb[6]
     C, S, A = cfg[C_CHARS], cfg[C_SEATS], cfg[C_AREAS]
     if meta[g, PHASE] == RESOLUTION and meta[g, CURSOR] == 0 and meta[g, CONTESTED] == 0:
         contest(g, bids, best, contested, meta, cfg, strength)
     while meta[g, KIND] == K_NONE and meta[g, PHASE] == RESOLUTION:
+        if cfg[C_CARD] >= 0:
+            draw_cards(g, st, tb)  # the Card space's cards still to draw (none before it resolves)
+            if meta[g, KIND] != K_NONE:
+                break
         c = meta[g, CURSOR]
         if c >= C:
             end_round(g, st, tb)
             break
         meta[g, CURSOR] = c + 1
+        if c == cfg[C_CARD]:
+            start_cards(g, c, bank, bids, winners, card_queue, cfg)
+            continue
         if not contested[g, c]:
             winners[g, c] = -1  # nobody bid
             continue
@@ -324,10 +392,7 @@ def advance(g, st, tb):
         if w < 0:
             continue
         support[g, w] += char_support[c]
-        for t in range(3):
-            pay = min(rewards[c, t], bank[g, t])  # D1
-            bank[g, t] -= pay
-            tokens[g, w, t] += pay
+        pay(g, w, rewards[c], tokens, bank)
         if char_area[c] >= 0:
             place_cube(g, w, char_area[c], cubes, supply, cfg, spaces)
         decider = meta[g, GUY_LAST] if w == cfg[C_PUPPET] else w  # Guy's choices: whoever placed his last bid
@@ -441,11 +506,13 @@ def choose(g, value, st, tb):
 @jit
 def submit_many(games, raw, given, coin, st, tb, hist_bids, hist_priority):
     """The players' bids ``raw`` (n, P, T, 3) of ``games``, already checked to place exactly the held tokens (D3):
-    cleaned (illegal tokens, then bids past the sixth character, to the bank: RULES.md §3, D16, D18), recorded in
+    cleaned (illegal tokens, then bids past the sixth character, to the bank: docs/rules.md §3, D16, D18), recorded in
     the history, then Scheming (two players: D9's priority, ``given`` where >= 0 else the rule, else ``coin``) and
     resolution up to the next decision or the end. Returns the index of a game whose given priority contradicts
     the rule, or -1; nothing of that game or the ones after it is changed then."""
-    tokens, bank, bids, revealed, winners, scheming_gold, meta = st[0], st[1], st[5], st[6], st[7], st[10], st[11]
+    tokens, bank, bids, revealed, winners, scheming_gold, meta, drawn = (
+        st[0], st[1], st[5], st[6], st[7], st[10], st[11], st[18]
+    )  # fmt: skip
     cfg, legal, strength = tb[0], tb[1], tb[2]
     C, T, S, P = cfg[C_CHARS], cfg[C_TARGETS], cfg[C_SEATS], cfg[C_PLAYERS]
     sch = cfg[C_SCHEMING]
@@ -483,6 +550,8 @@ def submit_many(games, raw, given, coin, st, tb, hist_bids, hist_priority):
             winners[g, c] = -2
         for s in range(S):
             scheming_gold[g, s] = 0
+            for k in range(cfg[C_DECK]):
+                drawn[g, s, k] = 0  # the cards of the round before
         meta[g, CURSOR] = 0
         meta[g, KIND] = K_NONE
         meta[g, CONTESTED] = 0
@@ -492,7 +561,7 @@ def submit_many(games, raw, given, coin, st, tb, hist_bids, hist_priority):
                 return i
             first = given[i] if given[i] >= 0 else (ruled if ruled >= 0 else coin[i])
             hist_priority[g, r] = first
-            for s in range(S):  # Scheming Gold goes to the bank, whatever follows (RULES.md §6)
+            for s in range(S):  # Scheming Gold goes to the bank, whatever follows (docs/rules.md §6)
                 gold = bids[g, s, sch, GOLD]
                 scheming_gold[g, s] = gold
                 bank[g, GOLD] += gold

@@ -1,4 +1,4 @@
-"""Game states and scenarios as JSON (SCENARIOS.md).
+"""Game states and scenarios as JSON (docs/scenarios.md).
 
 * :func:`state_dict` gives the canonical state of a game; :func:`dumps_state` writes it as text.
 * :func:`run_scenario` plays a scenario (a start position and the rounds to play from it) and returns the game.
@@ -65,7 +65,7 @@ def _tokens(row: np.ndarray) -> dict[str, int]:
 
 
 def state_dict(game: Game) -> dict[str, Any]:
-    """The whole state in the canonical JSON form of SCENARIOS.md (hidden information included)."""
+    """The whole state in the canonical JSON form of docs/scenarios.md §2 (hidden information included)."""
     L = game.layout
     state: dict[str, Any] = {
         "rules": game.rules.to_dict(),
@@ -165,7 +165,7 @@ def run_scenario(data: dict[str, Any]) -> Game:
 
 
 def set_position(game: Game, start: Any) -> None:
-    """Set a start position (SCENARIOS.md `start`), checking that tokens and cubes are conserved."""
+    """Set a start position (docs/scenarios.md §3, `start`), checking that tokens and cubes are conserved."""
     L = game.layout
     S = L.seats
     comp = L.components

@@ -18,7 +18,7 @@ control. Every round each player hides all of their tokens (Force, Blackmail, Go
 the characters are resolved in order, the strictly highest bid winning support, tokens, influence cubes in
 the town's seven areas, or the Spy's and Apothecary's cube tricks. The game ends when every space of the board
 is full; areas are scored by the player with strictly the most cubes. The rules implemented are those of
-`RULES.md` (decisions D1–D18), with the two-player puppet variant and the first edition's Card space.
+`docs/rules.md` (decisions D1–D18), with the two-player puppet variant and the first edition's Card space.
 
 ## Options
 `players` (2, 3, 4; default 3), `bid_refunds` (default: on for 2 players and the first edition, else off),
@@ -123,7 +123,7 @@ def replaced_v1(**options: Any) -> Any:
     raise ValueError(
         "revolution_v1 is replaced by revolution_v2: pettingzoo.make('aec', 'revolution_v2') or revolution_env.env()."
         " v2 changes Guy's beat (D11 revised), infos hold numbers (revolution_env.Decision), and illegal actions"
-        " follow the `illegal` option (see the README, 'v1 -> v2')"
+        " follow the `illegal` option (see docs/environment.md §5)"
     )
 
 

@@ -3,8 +3,8 @@
 :class:`BatchedView` gives, for any list of (game, seat) pairs, exactly the vectors that
 ``ObservationLayout.build`` and ``Codec.mask`` give for the same state and seat (``tests/test_batched.py`` checks
 this element for element): the observations in one compiled loop over the games (:func:`observe_many`), the bid
-masks as one NumPy gather per token type, and the masks of the other decisions (Guy, Spy, Apothecary) from the
-engine's compiled options.
+masks as one NumPy gather per token type, and the masks of the other decisions (Guy, Spy, Apothecary, Remove) from
+the engine's compiled options.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ class BatchedView:
         self.codec = c = codec
         self.ol = ol = obs_layout
         L = c.layout
-        if L.card_space >= 0:
-            raise ValueError("first_edition: the batched engine does not support the first edition")
         self.layout = L
         self.perm = np.stack(c.perm)  # (P, S): relative -> absolute seat
         self.inv = np.stack(c.inv)  # (P, S): absolute -> relative seat
         self.at = ol._at
         self.sl = ol._slices
         self.starts = np.array([ol._at.get(name, -1) for name in FEATURES], dtype=np.int64)
+        # the first edition: each card of the deck as its type (the columns of cards_drawn and deck_left)
+        self.card_type = ol._card_type.astype(np.int64) if ol.first_edition else np.zeros(0, dtype=np.int64)
         # bid masks: token dimension d (0..K-1) is the j-th token of type dim_type[d]
         self.dim_type = np.repeat(np.arange(3), c.n_tokens)
         self.dim_j = np.concatenate([np.arange(n) for n in c.n_tokens])
@@ -71,6 +71,7 @@ class BatchedView:
             self.perm,
             self.inv,
             self.starts,
+            self.card_type,
             out,
         )
         return out
@@ -97,7 +98,7 @@ class BatchedView:
 
     def choice_masks(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(n, C) bool: dimension 0 of the masks of games whose seat faces a non-bid decision (Guy, Spy,
-        Apothecary): 0 where declining is allowed, then the options in the seat's relative terms."""
+        Apothecary, Remove): 0 where declining is allowed, then the options in the seat's relative terms."""
         c = self.codec
         n = len(games)
         cubes, guy, decline = game.options(games)
@@ -152,15 +153,21 @@ class BatchedView:
 # The features observe_many writes, in this order (the names of ObservationLayout; -1 where a variant has none).
 FEATURES = ("round", "rounds_left", "phase", "decision", "for_puppet", "can_decline", "tokens", "support", "supply",
             "bank", "cubes", "bids", "free", "bids_current", "winners", "apothecary_first", "scheming_gold",
-            "guy_bids", "guy_last_placer", "final_support")  # fmt: skip
+            "guy_bids", "guy_last_placer", "final_support", "cards_drawn", "deck_left")  # fmt: skip
 
 
 @jit
-def observe_many(games, seats, kinds, st, tb, perm, inv, at, out):
-    """``ObservationLayout.build`` for each (game, seat, kind), into the zeroed rows of ``out``."""
+def observe_many(games, seats, kinds, st, tb, perm, inv, at, card_type, out):
+    """``ObservationLayout.build`` for each (game, seat, kind), into the zeroed rows of ``out``; ``card_type`` maps
+    the first edition's deck to the card types of ``cards_drawn`` and ``deck_left``."""
     tokens, support, cubes, supply, bank, revealed = st[0], st[2], st[3], st[4], st[1], st[6]
     winners, scheming_gold, meta, final_support = st[7], st[10], st[11], st[12]
+    deck, drawn = st[16], st[18]
     cfg, spaces = tb[0], tb[6]
+    D = cfg[K.C_DECK]
+    n_types = 0
+    for k in range(D):
+        n_types = max(n_types, card_type[k] + 1)
     S, A, T = cfg[C_SEATS], cfg[C_AREAS], cfg[C_TARGETS]
     puppet = cfg[C_PUPPET]
     for i in range(len(games)):
@@ -174,7 +181,7 @@ def observe_many(games, seats, kinds, st, tb, perm, inv, at, out):
         if kind >= K.K_GUY:
             decline = kind in (K.K_SPY, K.K_APO1) or (kind == K.K_GUY and meta[g, K.GUY_COUNT] >= 2)
             o[at[5]] = decline
-            if puppet >= 0 and kind >= K.K_SPY:
+            if puppet >= 0 and K.K_SPY <= kind <= K.K_APO2:
                 who = cfg[C_SPY] if kind == K.K_SPY else cfg[C_APO]
                 o[at[4]] = winners[g, who] == puppet
             if kind == K.K_APO2:
@@ -214,6 +221,13 @@ def observe_many(games, seats, kinds, st, tb, perm, inv, at, out):
         if phase == K.OVER:
             for r in range(S):
                 o[at[19] + r] = final_support[g, perm[seat, r]]
+        if cfg[K.C_CARD] >= 0:  # the cards of `bids_round` per seat and type, and the types left in the draw pile
+            for r in range(S):
+                for k in range(D):
+                    o[at[20] + r * n_types + card_type[k]] += drawn[g, perm[seat, r], k]
+            slot = meta[g, K.DECK_SHUFFLE] % cfg[K.C_SLOTS]
+            for j in range(D - meta[g, K.DECK_LEFT], D):
+                o[at[21] + card_type[deck[g, slot, j]]] += 1
 
 
 @jit

@@ -254,7 +254,7 @@ class CoreAccess:
         return self.core.game
 
     def state_dict(self) -> dict[str, Any]:
-        """The whole game state as canonical JSON (SCENARIOS.md); includes hidden information."""
+        """The whole game state as canonical JSON (docs/scenarios.md §2); includes hidden information."""
         from revolution_env.engine.scenario import state_dict
 
         return state_dict(self.core.game)

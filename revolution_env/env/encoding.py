@@ -1,4 +1,4 @@
-"""Actions and masks of the environment (ENVIRONMENT.md "Action space").
+"""Actions and masks of the environment (docs/environment.md §3).
 
 ``nvec = [C] + [T] * K``: dimension 0 is the choice of every non-bid decision; dimensions 1..K are the agent's
 tokens (Force block, Blackmail block, Gold block), each set to the bid target it goes to. Seats in choices are

@@ -3,8 +3,8 @@ that differs between the bid mode (a whole bid in one masked ``MultiDiscrete`` a
 token mode (a ``Discrete`` action, the bid placed one token at a time, ``tokens.py``), in one object that the
 scalar :class:`~revolution_env.env.core.Core` and the vector env compose, built by :func:`action_mode`.
 
-A mode serves ``rows`` deciders: the seats of one game (``Core``), or the learner's seat in each game of a batch
-(the vector env). It owns the action space and the mask size; checking an action (its shape and type, its
+A mode serves ``rows`` deciders: the seats of one game (``Core``), or the rows of a batch (the learner's seat in each
+game of the vector env, every seat of every game in the self-play vector env). It owns the action space and the mask size; checking an action (its shape and type, its
 legality against the mask, and the text that says why it is illegal); the mask of a decision; turning an action
 into an engine move (a whole bid, or one token placed into the bid under construction, complete or not, and a
 choice); the observation features it adds (the bid under construction); the mask of a seat with nothing to decide,
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 class ActionMode:
     """What an action mode answers (the module documentation); :class:`BidMode` and :class:`TokenMode` are the two.
-    A row is a seat of ``game`` in the scalar form, a game of the batch in the batched form."""
+    A row is a seat of ``game`` in the scalar form, a row of the batch (one seat of one of its games) in the batched
+    form."""
 
     name: str
     tokens: TokenCodec | None  # the token mode's sequences (a bid as the actions that place it); None in the bid mode
@@ -100,8 +101,9 @@ class ActionMode:
 
     # --- many rows ---------------------------------------------------------------------------------------------
 
-    def check_many(self, actions: Any) -> np.ndarray:
-        """One action per row as int64; ``ValueError`` naming ``actions`` for another shape or type."""
+    def check_many(self, actions: Any, rows_are: str) -> np.ndarray:
+        """One action per row as int64; ``ValueError`` naming ``actions`` for another shape or type, where
+        ``rows_are`` says what a row is (``"one row per game"``)."""
         raise NotImplementedError
 
     def legal_many(self, view: BatchedView, actions: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -109,9 +111,15 @@ class ActionMode:
         raise NotImplementedError
 
     def masks_many(
-        self, view: BatchedView, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray
+        self,
+        view: BatchedView,
+        game: BatchedGame,
+        rows: np.ndarray,
+        games: np.ndarray,
+        seats: np.ndarray,
+        kinds: np.ndarray,
     ) -> np.ndarray:
-        """(m, n) bool: the masks of ``seats`` facing ``kinds`` in ``games`` (the rows)."""
+        """(m, n) bool: the masks of ``rows``, which are ``seats`` facing ``kinds`` in ``games``."""
         raise NotImplementedError
 
     def place_many(self, rows: np.ndarray, actions: np.ndarray, held: np.ndarray) -> np.ndarray:
@@ -168,18 +176,26 @@ class BidMode(ActionMode):
     def from_bid_mode(self, kind: Decision, action: Any, held: np.ndarray) -> list[Any]:
         return [action]
 
-    def check_many(self, actions: Any) -> np.ndarray:
+    def check_many(self, actions: Any, rows_are: str) -> np.ndarray:
         a = np.asarray(actions)
         D = len(self.codec.nvec)
         if a.shape != (self.rows, D) or a.dtype.kind not in "iu":
-            raise ValueError(f"actions: expected integers of shape ({self.rows}, {D}), got {a.dtype} {a.shape}")
+            raise ValueError(
+                f"actions: expected integers of shape ({self.rows}, {D}) ({rows_are}), got {a.dtype} {a.shape}"
+            )
         return a.astype(np.int64, copy=False)
 
     def legal_many(self, view: BatchedView, actions: np.ndarray, masks: np.ndarray) -> np.ndarray:
         return view.legal(actions, masks)
 
     def masks_many(
-        self, view: BatchedView, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray
+        self,
+        view: BatchedView,
+        game: BatchedGame,
+        rows: np.ndarray,
+        games: np.ndarray,
+        seats: np.ndarray,
+        kinds: np.ndarray,
     ) -> np.ndarray:
         return view.masks(game, games, seats, kinds)
 
@@ -256,14 +272,14 @@ class TokenMode(ActionMode):
 
     # --- many rows ---------------------------------------------------------------------------------------------
 
-    def check_many(self, actions: Any) -> np.ndarray:
+    def check_many(self, actions: Any, rows_are: str) -> np.ndarray:
         a = np.asarray(actions)
         n = self.rows
         if a.shape == (n, 1):
             a = a.reshape(n)
         if a.shape != (n,) or a.dtype.kind not in "iu":
             raise ValueError(
-                f"actions: expected integers of shape ({n},) (one Discrete({self.n}) action per game, "
+                f"actions: expected integers of shape ({n},) (one Discrete({self.n}) action a row, {rows_are}, "
                 f"action_mode='tokens'), got {a.dtype} {a.shape}"
             )
         return a.astype(np.int64, copy=False)
@@ -274,16 +290,22 @@ class TokenMode(ActionMode):
         return legal
 
     def masks_many(
-        self, view: BatchedView, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray
+        self,
+        view: BatchedView,
+        game: BatchedGame,
+        rows: np.ndarray,
+        games: np.ndarray,
+        seats: np.ndarray,
+        kinds: np.ndarray,
     ) -> np.ndarray:
         """``TokenCodec.mask`` for every row; the bids' from ``TokenCodec.bid_masks`` in one call."""
         m = np.zeros((len(games), self.n), dtype=bool)
         m[kinds == NONE, 0] = True
         bid = np.flatnonzero(kinds == BID)
         if len(bid):
-            g = games[bid]
-            left = game.tokens[g, seats[bid]] - self.building[g].sum(1)
-            m[bid] = self.tokens.bid_masks(left, self.last[g])
+            r = rows[bid]
+            left = game.tokens[games[bid], seats[bid]] - self.building[r].sum(1)
+            m[bid] = self.tokens.bid_masks(left, self.last[r])
         special = np.flatnonzero(kinds >= GUY)
         if len(special):
             m[special, : self.codec.C] = view.choice_masks(game, games[special], seats[special], kinds[special])

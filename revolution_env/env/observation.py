@@ -55,7 +55,7 @@ class ObservationLayout:
             ("decision", (len(KINDS),), 1.0, "one-hot of what the observer is asked: " + ", ".join(map(str, KINDS))),
             ("for_puppet", (1,), 1.0, "1 when the observer decides for the puppet (Guy's Spy or Apothecary)"),
             ("can_decline", (1,), 1.0, "1 when the pending decision may be declined or passed"),
-            ("tokens", (S, 3), 10.0, "tokens held per seat: force, blackmail, gold (public, RULES.md §2)"),
+            ("tokens", (S, 3), 10.0, "tokens held per seat: force, blackmail, gold (public, docs/rules.md §2)"),
             ("support", (S,), 100.0, "support track per seat"),
             ("supply", (S,), 25.0, "cubes not on the board, per seat"),
             ("bank", (3,), 32.0, "tokens in the bank: force, blackmail, gold"),

@@ -329,7 +329,7 @@ def frame_board(sk: Sketch, L: Layout) -> None:
 
 
 def area_controller(row: np.ndarray) -> int:
-    """The seat with strictly the most cubes in an area, -1 when empty or tied (RULES.md §7)."""
+    """The seat with strictly the most cubes in an area, -1 when empty or tied (docs/rules.md §5)."""
     most = row.max()
     if most == 0 or np.count_nonzero(row == most) > 1:
         return -1
@@ -351,7 +351,7 @@ def draw_board(sk: Sketch, game: Game, who: Sequence[str], colours: Sequence[str
             sk.box(x, y, w, h, "none", colours[owner], 3.0, round_=10)
             sk.box(x + 1.5, y + 1.5, w - 3, 7, colours[owner], round_=3)
             sk.text(x + 12, foot, f"{who[owner]} controls", 10, colours[owner], "bold")
-            if protected[a]:  # Area Control Bonus (RULES.md §5)
+            if protected[a]:  # Area Control Bonus (docs/rules.md §5)
                 sk.text(x + 12, foot - 17, "full: +10, locked", 8, colours[owner])
         elif row.any():
             tied = [who[s] for s in range(L.seats) if row[s] == row.max()]
@@ -388,7 +388,7 @@ def nice_step(top: float) -> int:
 
 
 def area_points(game: Game) -> list[int]:
-    """The support each seat's areas would score if the game ended now (RULES.md §7)."""
+    """The support each seat's areas would score if the game ended now (docs/rules.md §5)."""
     L = game.layout
     points = [0] * L.seats
     for a, row in enumerate(game.cubes):

@@ -1,4 +1,4 @@
-"""The masked MultiDiscrete action space and the conversions between mask forms (ENVIRONMENT.md)."""
+"""The masked MultiDiscrete action space and the conversions between mask forms (docs/environment.md §3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The token action mode (``action_mode="tokens"``, ENVIRONMENT.md "Version 2"): one ``Discrete(n)`` action.
+"""The token action mode (``action_mode="tokens"``, docs/environment.md §5 "Token mode"): one ``Discrete(n)`` action.
 
 A bid is built one token at a time. Action ``type * T + target`` places one token of ``type`` (0 Force,
 1 Blackmail, 2 Gold) on bid ``target``. Tokens go in canonical order, non-decreasing in ``(type, target)``: all

@@ -99,14 +99,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="revolution", description="Revolution!: rules engine, environment and bots.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("scenario", help="play a scenario file and print the resulting state as canonical JSON")
-    p.add_argument("file")
+    p = sub.add_parser(
+        "scenario",
+        help="play a scenario file and print the resulting state as canonical JSON",
+        description="Play a scenario (a start position and the rounds to play from it, as JSON: docs/scenarios.md)"
+        " and print the resulting state as canonical JSON. A scenario that cannot be played exits 2 with one line"
+        " naming the round, seat and field.",
+    )
+    p.add_argument("file", help="the scenario, a JSON file")
     p.add_argument(
         "--check", action="store_true", help='also compare with the scenario\'s "expect" state (exit 1 if not equal)'
     )
     p.set_defaults(func=cmd_scenario)
 
-    p = sub.add_parser("random", help="play a seeded random game and print it")
+    p = sub.add_parser(
+        "random",
+        help="play a seeded random game and print it",
+        description="Play a seeded game in which every decision is a uniformly drawn legal one, and print it round by"
+        " round. --export saves it as a scenario that `revolution scenario` replays to the same state.",
+    )
     add_rule_options(p)
     p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--quiet", action="store_true", help="print only the final state")
@@ -118,7 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
     for add_parser in plugin_commands():
         add_parser(sub)
 
-    p = sub.add_parser("main", help="the README's main job: a short self-play training run, then an evaluation")
+    p = sub.add_parser(
+        "main",
+        help="the README's main job: a short self-play training run, then an evaluation",
+        description="The README's main job (about 5 minutes on 2 cores): train configs/default.yaml (imitation of"
+        " value, then self-play PPO against a league of its snapshots and the heuristics), then a 3-player round"
+        " robin of its bot, the shipped 3-player bot and the heuristics, with the table printed. Needs a clone of"
+        " the repository and the train extra.",
+    )
     p.add_argument("--out", default="runs/main", help="runs go to OUT/<date-time> (default runs/main)")
     p.add_argument("--steps", type=positive_int, help="training steps (default: configs/default.yaml's)")
     p.add_argument("--games", type=positive_int, default=12, help="evaluation games per lineup (default 12)")

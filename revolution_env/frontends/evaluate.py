@@ -85,10 +85,11 @@ def env_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def check_args(args: argparse.Namespace) -> None:
     """Raise UsageError (one line) for input that cannot be evaluated."""
+    from revolution_env.frontends.options import rules_from_args
+
     if sum(x is not None for x in (args.agents, args.pool, args.gauntlet)) != 1:
         raise UsageError("give exactly one of --agents (a lineup), --pool (a round robin) and --gauntlet (one agent)")
-    if args.players not in (2, 3, 4):
-        raise UsageError(f"--players: expected 2, 3 or 4, got {args.players}")
+    rules_from_args(args)  # the rule options checked by the rules themselves, worded as for every other command
     if args.agents is not None and len(args.agents) != args.players:
         raise UsageError(f"--agents: {args.players} players need {args.players} specs, got {len(args.agents)}")
     if args.pool is not None and len(args.pool) < args.players:
@@ -101,8 +102,6 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--seed: expected a non-negative integer, got {args.seed}")
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: expected a positive integer, got {args.workers}")
-    if args.max_rounds < 1:
-        raise UsageError(f"--max-rounds: expected a positive integer, got {args.max_rounds}")
 
 
 def command_line(args: argparse.Namespace) -> str:

@@ -5,7 +5,7 @@ What counts as a game, by file:
 * ``games.jsonl`` from ``revolution eval`` (and ``revolution main``): one result per line (agents, seed, final
   support). The moves are not stored, so a game is *played again* with the same agents, options and seeds (the
   ``results.json`` beside it names the agents' specs and the options) and checked against the recorded result.
-* A scenario file (SCENARIOS.md), which is also what ``export_game`` and ``revolution random --export`` write.
+* A scenario file (docs/scenarios.md), which is also what ``export_game`` and ``revolution random --export`` write.
 * A list of scenarios (``.json``) or one per line (``.jsonl``), each possibly wrapped as
   ``{"scenario": ..., "final_state": ...}`` or ``[scenario, final_state]``, as the vector environment's
   ``pop_finished()`` gives them. A given final state is checked against the replay.

@@ -6,7 +6,7 @@ Remove decision, each batch of cards drawn, the end of the round). After each st
 a snapshot of the public state, so that a viewer can show the resolution character by character without
 knowing the rules. The hooks only read; the rules stay the engine's.
 
-A replay is a scenario (SCENARIOS.md) played on a traced game: :func:`replay_scenario`.
+A replay is a scenario (docs/scenarios.md) played on a traced game: :func:`replay_scenario`.
 """
 
 from __future__ import annotations

@@ -1,32 +1,12 @@
-"""Diagnostic for issue 16: is the 2-player bot held back by not knowing which opponent it faces?
+"""Experiment, not shipped (docs/experiments.md): is the 2-player bot held back by not knowing which opponent it
+faces? Trains two copies of the bot of stage 4 in the same league of heuristics, with the same seeds: an *oracle*
+copy whose observation carries a one-hot of its opponent's name, and a *blind* copy whose extra inputs are zeros.
 
-The policy sees one game's observation and no history of its opponent's bids, so against a mixed league it must
-play one way against all of them, while the heuristics are non-transitive (value beats bargain 99.5%). This
-script trains two copies of the 2-player bot of stage 4 (shipped before stage 6) in the same league of heuristics,
-with the same seeds: one *oracle* copy whose observation carries a one-hot of its opponent's name, and one *blind*
-copy whose extra inputs are always zero (the same network otherwise). If the oracle copy beats each heuristic where the blind one cannot,
-what the bot lacks is memory of its opponent (a history in the observation, or a recurrent policy); if neither
-does, it is the learner.
-
-    python scripts/experiments/oracle_opponent.py --mode oracle --steps 1500000 --out runs/oracle_2p
-    python scripts/experiments/oracle_opponent.py --mode blind  --steps 1500000 --out runs/blind_2p
+    .venv/bin/python experiments/oracle_opponent.py --mode oracle --steps 1500000 --out runs/oracle_2p
+    .venv/bin/python experiments/oracle_opponent.py --mode blind  --steps 1500000 --out runs/blind_2p
 
 Each writes ``<out>/evals.json`` (greedy win rates against each heuristic, seats alternated, the same seeds at
-every evaluation). Not a product feature: the env's observation is fixed by the interface (ENVIRONMENT.md).
-
-Result (2026-11-25, 1.5M steps each, both runs at once on 2 cores, 10 min; 120 games per heuristic, value / bargain
-/ area, at 0, 250k, 500k, ..., 1.5M steps):
-
-- oracle: 0.42/0.65/0.99, 0.52/0.75/0.98, 0.43/0.89/0.98, 0.52/0.87/1.00, 0.51/0.91/0.99, 0.49/0.93/1.00,
-  0.57/0.95/0.98
-- blind:  0.42/0.65/0.99, 0.41/0.64/0.99, 0.37/0.88/1.00, 0.45/0.84/1.00, 0.47/0.89/1.00, 0.52/0.93/1.00,
-  0.72/0.96/0.98
-
-Knowing the opponent did not help: the oracle copy is no better than the blind one. The blind copy, a plain
-retraining against the heuristics alone, went further than the value-heavy stage with 20% snapshots
-(``configs/two_players_stage5.yaml``: value 0.36 at 2M): its 1.5M-step policy won 59.9% [55.9, 63.8] against
-value, 91.2% against bargain and 99.7% against area in the 600-game gauntlet (seed 11). That recipe, through
-``revolution train``, is ``configs/two_players_stage6.yaml``.
+every evaluation). Not a product feature: the env's observation is fixed by the interface (docs/environment.md §4).
 """
 
 from __future__ import annotations
@@ -51,7 +31,7 @@ from revolution_env import vector_env
 from revolution_env.agents.checkpoint import read_checkpoint
 
 NAMES = ["value", "bargain", "area"]
-LEAGUE = ["value", "value", "value", "bargain", "bargain", "area"]  # configs/two_players_stage5.yaml's draw
+LEAGUE = ["value", "value", "value", "bargain", "bargain", "area"]  # experiments/two_players_stage5.yaml's draw
 
 
 class Identified(SB3VecEnv):
@@ -135,7 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=["oracle", "blind"], required=True)
     parser.add_argument("--steps", type=int, default=1_000_000)
-    # stage 4's best.pt, the 2-player bot shipped before stage 6 (git show fd78276^:checkpoints/two_players.pt)
+    # stage 4's best.pt (configs/two_players_robust_margin.yaml; git show fd78276^:checkpoints/two_players.pt)
     parser.add_argument("--init", default="runs/two_players_robust_margin/best.pt")
     parser.add_argument("--every", type=int, default=250_000)
     parser.add_argument("--games", type=int, default=120)
