@@ -172,3 +172,21 @@ def test_pyproject_installs_every_package_under_our_names():
     assert set(setuptools["packages"]) == folders
     assert setuptools["package-dir"] == {"revolution_training": "training"}
     assert all(name.split(".")[0] in ("revolution_env", "revolution_training") for name in setuptools["packages"])
+
+
+def test_the_layer_table_of_the_docs_is_this_one():
+    """docs/architecture.md's table names each layer's folders with the numbers of ``LAYERS`` (data files aside)."""
+    import re
+
+    documented = {}
+    for line in (ROOT / "docs/architecture.md").read_text(encoding="utf-8").splitlines():
+        row = re.match(r"\|\s*(\d+)\s*\|[^|]*\|([^|]*)\|", line)
+        if not row:
+            continue
+        for folder in re.findall(r"`(revolution_env/[a-z_]+/|training/|revolution_env/__init__\.py)`", row.group(2)):
+            name = {"training/": "revolution_training", "revolution_env/__init__.py": "revolution_env"}.get(
+                folder, folder.rstrip("/").replace("/", ".")
+            )
+            documented[name] = int(row.group(1))
+    documented.pop("revolution_env.data", None)  # JSON files, no module
+    assert documented == LAYERS

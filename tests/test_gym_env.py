@@ -125,7 +125,7 @@ def test_an_illegal_action_terminates_with_minus_one_or_raises():
     ("kwargs", "message"),
     [
         ({"opponents": "nosuch"}, "opponents: unknown agent spec 'nosuch'"),
-        ({"opponents": ["value"]}, "opponents: 3 players need 2 opponent"),
+        ({"opponents": ["value"]}, "opponents: expected 2 opponent"),
         ({"opponents": 3}, "opponents: expected an agent spec"),
         ({"action_mode": "chips"}, "action_mode: expected one of bid"),
         ({"seat": 3}, "seat: expected None or a seat from 0 to 2"),

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from revolution_env.env.core import REWARDS
-from revolution_env.env.tokens import ACTION_MODES
+from revolution_env.env.modes import ACTION_MODES
 
 ACTIVATIONS = ("tanh", "relu")
 

@@ -22,9 +22,9 @@ import numpy as np
 from revolution_env.agents.base import Agent
 from revolution_env.env.observation import ObservationView
 
-FORCE, BLACKMAIL, GOLD = 0, 1, 2
 BONUS = 10  # Area Control Bonus (docs/rules.md §5)
 MIN_ROUNDS = 0.3  # the rounds left once the board is full (the round being played)
+VEHICLE = 0.8  # two players: the chance that we get to make Guy beat one of our own bids
 
 
 @dataclass(frozen=True)

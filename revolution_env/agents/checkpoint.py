@@ -43,9 +43,10 @@ import numpy as np
 from revolution_env.agents.base import Agent
 from revolution_env.engine.game import Decision, Rules
 from revolution_env.env.core import ENV_NAME, ENV_OPTIONS, EnvConfig
+from revolution_env.env.modes import ACTION_MODES
 from revolution_env.env.observation import ObservationLayout
 from revolution_env.env.spaces import equal_width_runs
-from revolution_env.env.tokens import ACTION_MODES, TokenCodec
+from revolution_env.env.tokens import TokenCodec
 
 FORMAT = "revolution-policy"
 FORMAT_VERSION = 1

@@ -48,13 +48,11 @@ from typing import Any
 
 import numpy as np
 
-from revolution_env.agents.appraisal import BONUS, MIN_ROUNDS, area_points  # noqa: F401  (BONUS: in area_points, precomputed below)
+from revolution_env.agents.appraisal import BONUS, MIN_ROUNDS, VEHICLE, area_points  # noqa: F401  (BONUS: in area_points, precomputed below)
 from revolution_env.common.jit import COMPILED, jit
+from revolution_env.engine.game import MAX_GUY_BIDS
+from revolution_env.engine.kernels import BLACKMAIL, FORCE, GOLD, K_APO1, K_BID, K_GUY, K_NONE, K_REMOVE, K_SPY  # ints
 
-K_NONE, K_BID, K_GUY, K_SPY, K_APO1, K_APO2, K_REMOVE = range(7)  # Decision values
-FORCE, BLACKMAIL, GOLD = 0, 1, 2
-VEHICLE = 0.8  # heuristics.VEHICLE
-MAX_GUY_BIDS = 6  # D12
 NEG = -np.inf
 
 # cfg: the variant (ints)

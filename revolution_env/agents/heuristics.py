@@ -13,15 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from revolution_env.agents.appraisal import BLACKMAIL, FORCE, GOLD, Judgement, Position, Tables, dot3
+from revolution_env.agents.appraisal import VEHICLE, Judgement, Position, Tables, dot3
 from revolution_env.agents.base import Agent
 from revolution_env.common.jit import COMPILED
-from revolution_env.engine.game import Decision, guy_beats
+from revolution_env.engine.components import BLACKMAIL, FORCE, GOLD
+from revolution_env.engine.game import MAX_GUY_BIDS, Decision, guy_beats
 from revolution_env.env.observation import ObservationView
 
 SPAN = 1 << 20  # larger than any bid's key (docs/rules.md §3 order as one integer)
-MAX_GUY_BIDS = 6  # D12
-VEHICLE = 0.8  # the chance that we get to make Guy beat one of our own bids (two players)
 
 
 class HeuristicBot(Agent):

@@ -1,9 +1,11 @@
 """The one game loop: seat agents, step the AEC environment, collect how the game ended.
 
-Evaluation, the terminal game, the main job, the scripts and the tests all play games through
+Evaluation, the terminal game, the browser game, the main job, the scripts and the tests all play games through
 :class:`GameRunner` (or its shortcut :func:`play_game`); nothing else writes the loop again. A runner can record
-the game as a scenario (``docs/scenarios.md``) that replays it exactly, and calls ``on_step`` after every decision so
-that a front end can show the game as it goes.
+the game as a scenario (``docs/scenarios.md``) that replays it exactly, and calls ``on_step`` after every decision
+so that a front end can show the game as it goes. A seat may be left to decisions from outside (``None`` in place of
+its agent: a person at a web page): :meth:`GameRunner.advance` plays the seated agents until such a seat must
+decide, and :meth:`GameRunner.apply_outside` applies its action.
 """
 
 from __future__ import annotations
@@ -89,6 +91,9 @@ def agent_seed(game_seed: int, seat: int) -> int:
     return int(np.random.SeedSequence([game_seed, 1 + seat]).generate_state(1)[0])
 
 
+OUTSIDE = "outside"  # the name of a seat whose decisions come from outside, unless ``names`` say otherwise
+
+
 class IllegalMoveError(RuntimeError):
     """An agent played an action its mask forbids: a bug in the agent, not a result."""
 
@@ -98,12 +103,12 @@ class GameRunner:
 
     ``names`` label the seats in results (default: each agent's ``name``). The environment raises on an illegal
     action, which the runner reports as :class:`IllegalMoveError` naming the agent: a bug in an agent is never a
-    result.
+    result. An agent ``None`` leaves its seat's decisions to the caller (:meth:`advance`, :meth:`apply_outside`).
     """
 
     def __init__(
         self,
-        agents: Sequence[Agent] | Mapping[str, Agent],
+        agents: Sequence[Agent | None] | Mapping[str, Agent | None],
         env_options: Mapping[str, Any] | None = None,
         names: Sequence[str] | None = None,
     ) -> None:
@@ -114,7 +119,7 @@ class GameRunner:
         if len(seats) != len(possible):
             raise ValueError(f"expected {len(possible)} agents (one per player), got {len(seats)}")
         self.agents = seats
-        self.names = tuple(names) if names is not None else tuple(a.name for a in seats)
+        self.names = tuple(names) if names is not None else tuple(OUTSIDE if a is None else a.name for a in seats)
         self._by_agent = dict(zip(possible, seats))
 
     @property
@@ -122,11 +127,15 @@ class GameRunner:
         """The engine's game being played (or last played)."""
         return self.env.unwrapped.game
 
-    def reset(self, seed: int | None) -> None:
-        """Start a game; each agent is reset with a seed derived from ``seed`` (None: fresh, unseeded)."""
+    def reset(self, seed: int | None, agent_seeds: Sequence[int | None] | None = None) -> None:
+        """Start a game; each agent is reset with a seed derived from ``seed`` (None: fresh, unseeded), or with
+        its seat's entry of ``agent_seeds``."""
         self.env.reset(seed=seed)
         for i, agent in enumerate(self.agents):
-            agent.reset(None if seed is None else agent_seed(seed, i))
+            if agent is not None:
+                agent.reset(
+                    agent_seeds[i] if agent_seeds is not None else None if seed is None else agent_seed(seed, i)
+                )
 
     def play(self, seed: int | None = 0, record: bool = False, on_step: OnStep | None = None) -> GameResult:
         """Play one game to its end. ``record`` keeps the whole game as a scenario in the result."""
@@ -134,14 +143,25 @@ class GameRunner:
         return self.run(record, on_step)
 
     def run(self, record: bool = False, on_step: OnStep | None = None) -> GameResult:
-        """Play the game started by :meth:`reset` to its end."""
+        """Play the game started by :meth:`reset` to its end (every seat played by its agent)."""
+        waiting = self.advance(on_step)
+        if waiting is not None:
+            raise RuntimeError(f"run: {waiting} decides from outside; play the game with advance() and apply_outside()")
+        for _ in self.env.agent_iter():  # every agent is done: PettingZoo's last steps empty env.agents
+            self.env.step(None)
+        return self.result(record)
+
+    def advance(self, on_step: OnStep | None = None) -> str | None:
+        """Play the seated agents until a seat whose decisions come from outside must decide (its agent name,
+        ``player_i``, is returned) or the game is over (None)."""
         env, possible = self.env, self.env.possible_agents
-        for name in env.agent_iter():
-            observation, _, termination, truncation, info = env.last()
-            if termination or truncation:
-                env.step(None)
-                continue
-            action = self._by_agent[name].act(observation, info)
+        while not self.game.over:
+            name = env.agent_selection
+            agent = self._by_agent[name]
+            if agent is None:
+                return name
+            observation, info = env.observe(name), env.infos[name]
+            action = agent.act(observation, info)
             try:
                 env.step(action)
             except ValueError as exc:  # IllegalActionError: the raw env refused it and changed nothing
@@ -152,7 +172,19 @@ class GameRunner:
                 ) from None
             if on_step is not None:
                 on_step(env, name, observation, info, action)
-        return self.result(record)
+        return None
+
+    def apply_outside(self, action: Any, on_step: OnStep | None = None) -> None:
+        """Apply the action of the outside seat that :meth:`advance` returned; an illegal one raises
+        ``IllegalActionError`` and changes nothing. The seated agents are not played: call :meth:`advance`."""
+        env = self.env
+        name = env.agent_selection
+        if self.game.over or self._by_agent[name] is not None:
+            raise RuntimeError(f"apply_outside: {'the game is over' if self.game.over else name + ' has an agent'}")
+        observation, info = (env.observe(name), env.infos[name]) if on_step is not None else (None, None)
+        env.step(action)
+        if on_step is not None:
+            on_step(env, name, observation, info, action)
 
     def result(self, record: bool = False) -> GameResult:
         """How the finished game ended."""

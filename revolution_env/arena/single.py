@@ -10,8 +10,9 @@
 | episode     | one game: ``terminated`` when it is over (or ended by an illegal action), ``truncated`` at ``max_rounds`` |
 
 ``opponents``: one agent spec (``"random"``, a heuristic's name, a checkpoint path) or ``Agent`` for every other
-seat, a list of them (one per other seat, in seat order), or an object with ``sample(rng, slot) -> (name, agent)``
-that picks each new game's opponents (a league); default: ``value``, the strongest heuristic, in every other seat.
+seat, a list of them (one per other seat, in seat order), or a league, whose ``sample(rng, slot) -> (name, agent)``
+picks each new game's opponents (``revolution_env.arena.opponents``); default: ``value``, the strongest heuristic,
+in every other seat.
 ``seat=None`` draws the learner's seat each episode. One ``step`` is one decision of the learner's: the opponents
 act until the learner is asked again. The step that ends the game carries ``seat``, ``opponents`` (their names),
 ``won``, ``support`` and ``rounds`` in its info. Every other option is the environment's (``players``,
@@ -28,52 +29,11 @@ import gymnasium
 import numpy as np
 
 from revolution_env.agents.base import Agent
-from revolution_env.agents.loading import load_agent
+from revolution_env.arena.opponents import Opponents
 from revolution_env.engine.game import Decision, check_seed
 from revolution_env.env import raw_env
-from revolution_env.env.core import ILLEGAL_REWARD
+from revolution_env.env.core import ILLEGAL_REWARD, check_illegal
 from revolution_env.env.encoding import IllegalActionError
-
-DEFAULT_OPPONENT = "value"  # the strongest heuristic (docs/environment.md §5 "Single agent")
-
-
-class FixedOpponents:
-    """The same opponents every game: ``(name, agent)`` per other seat (``sample`` is what a league offers)."""
-
-    def __init__(self, opponents: Any, players: int, env_options: dict[str, Any]) -> None:
-        others = players - 1
-        if opponents is None:
-            specs: list[Any] = [DEFAULT_OPPONENT] * others
-        elif isinstance(opponents, (str, Agent)):
-            specs = [opponents] * others
-        elif isinstance(opponents, (list, tuple)):
-            specs = list(opponents)
-        else:
-            raise ValueError(
-                "opponents: expected an agent spec, an Agent, a list with one per other seat, or an object with "
-                f"sample(rng, slot), got {type(opponents).__name__}"
-            )
-        if len(specs) != others:
-            raise ValueError(
-                f"opponents: {players} players need {others} opponent(s), one per other seat, got {len(specs)}"
-            )
-        self.seats = [self._agent(spec, env_options) for spec in specs]
-
-    @staticmethod
-    def _agent(spec: Any, env_options: dict[str, Any]) -> tuple[str, Agent]:
-        if isinstance(spec, Agent):
-            return spec.name, spec
-        if not isinstance(spec, str):
-            raise ValueError(
-                f"opponents: expected an agent spec (a name or a checkpoint path) or an Agent, got {spec!r}"
-            )
-        try:
-            return spec, load_agent(spec, **env_options)
-        except ValueError as exc:
-            raise ValueError(f"opponents: {exc}") from None
-
-    def sample(self, rng: np.random.Generator, slot: int) -> tuple[str, Agent]:
-        return self.seats[slot]
 
 
 class SingleAgentEnv(gymnasium.Env):
@@ -96,42 +56,23 @@ class SingleAgentEnv(gymnasium.Env):
         self.illegal = options.pop("illegal", "terminate")
         # checks every option; raises on illegal actions
         self.game_env = raw_env(players=players, action_mode=action_mode, **options)
-        self.illegal = self._check_illegal(self.illegal)
+        self.illegal = check_illegal(self.illegal)
         self.render_mode = self.game_env.render_mode
-        agent_options = {k: v for k, v in options.items() if k not in ("reward", "render_mode")}
-        agent_options["players"] = players
         self.players = len(self.game_env.possible_agents)
         if seat is not None and (isinstance(seat, bool) or not isinstance(seat, (int, np.integer))
                                  or not 0 <= seat < self.players):  # fmt: skip
             raise ValueError(f"seat: expected None or a seat from 0 to {self.players - 1}, got {seat!r}")
         self.fixed_seat = None if seat is None else int(seat)
-        if callable(getattr(opponents, "sample", None)) and not isinstance(opponents, (str, Agent)):
-            self.league = opponents
-        else:
-            self.league = FixedOpponents(opponents, players, agent_options)
+        self.league = Opponents(opponents, players, options)  # each seat's own agent: reseeded every game
         core = self.game_env.core
         self.layout = core.obs_layout
-        low, high = self.layout.bounds()
-        box = gymnasium.spaces.Box(low, high, (self.layout.size,), np.float32)
         self.mask_in_obs = mask_in_obs
-        self.observation_space = (
-            gymnasium.spaces.Dict(
-                {"observation": box, "action_mask": gymnasium.spaces.Box(0, 1, (core.mask_size,), np.int8)}
-            )
-            if mask_in_obs
-            else box
-        )
+        self.observation_space = core.mode.observation_space(with_mask=mask_in_obs)
         self.action_space = core.action_space()
         self.learner: str = self.game_env.possible_agents[0]
         self.opponents: dict[str, tuple[str, Agent]] = {}
         self._reward = 0.0
         self._illegal = 0
-
-    @staticmethod
-    def _check_illegal(value: Any) -> str:
-        if value not in ("terminate", "raise"):
-            raise ValueError(f"illegal: expected one of terminate, raise, got {value!r}")
-        return value
 
     # --- the gymnasium API -------------------------------------------------------------------------------------
 
@@ -145,7 +86,8 @@ class SingleAgentEnv(gymnasium.Env):
         self.opponents = {a: self.league.sample(rng, slot) for slot, a in enumerate(others)}
         game_seed = int(rng.integers(2**31))
         for i, (_, agent) in enumerate(self.opponents.values()):
-            agent.reset(game_seed + 1 + i)
+            if hasattr(agent, "reset"):  # an agent may be anything with act()
+                agent.reset(game_seed + 1 + i)
         self.game_env.reset(seed=game_seed)
         self._reward, self._illegal = 0.0, 0
         self._play_opponents()
@@ -203,10 +145,7 @@ class SingleAgentEnv(gymnasium.Env):
         while not self._over() and env.agent_selection != self.learner:
             name = env.agent_selection
             agent = self.opponents[name][1]
-            if core.tokens is None:
-                self._step(agent.act(env.observe(name), env.infos[name]))
-                continue
-            # the token mode: the agent decides as in the bid mode; its bid is placed token by token
+            # the agent decides as in the bid mode; in the token mode its bid is placed token by token
             seat = core.seat_of[name]
             for a in core.token_actions(seat, agent.act(core.bid_mode_view(seat), env.infos[name])):
                 self._step(a)
@@ -249,4 +188,4 @@ def gym_env(
     return SingleAgentEnv(players, opponents, seat, mask_in_obs, **options)
 
 
-__all__: Sequence[str] = ("DEFAULT_OPPONENT", "FixedOpponents", "SingleAgentEnv", "gym_env")
+__all__: Sequence[str] = ("SingleAgentEnv", "gym_env")

@@ -20,18 +20,7 @@ import numpy as np
 
 from revolution_env.engine import kernels as K
 from revolution_env.engine.components import TOKEN_TYPES
-from revolution_env.engine.game import (
-    BIDDING,
-    DECK_STREAM,
-    OVER,
-    RESOLUTION,
-    SCHEMING,
-    Decision,
-    IllegalAction,
-    Layout,
-    clean_bids,
-    seed_stream,
-)
+from revolution_env.engine.game import DECK_STREAM, Decision, IllegalAction, Layout, Phase, clean_bids, seed_stream
 from revolution_env.engine.kernels import (
     APO_AREA,
     APO_SEAT,
@@ -49,7 +38,6 @@ from revolution_env.engine.kernels import (
 )
 from revolution_env.engine.scenario import MODES
 
-PHASE_NAMES = (BIDDING, SCHEMING, RESOLUTION, OVER)
 HISTORY_START = 32  # rounds of history kept per game before the buffer grows
 MAX_GUY_CHOICES = 7  # D12: at most six Guy bids, then a pass
 
@@ -162,7 +150,7 @@ class BatchedGame:
 
     @property
     def phase(self) -> np.ndarray:
-        """0 bidding, 1 scheming, 2 resolution, 3 over (the order of :data:`PHASE_NAMES`)."""
+        """The :class:`~revolution_env.engine.game.Phase` of each game, as its number."""
         return self.meta[:, PHASE]
 
     @property
@@ -446,7 +434,7 @@ class GameRecords:
             names = L.target_names
             kind = int(meta[KIND])
             state["round_state"] = {
-                "phase": PHASE_NAMES[int(meta[PHASE])],
+                "phase": str(Phase(int(meta[PHASE]))),
                 "bids": [_bid_dict(row, names) for row in self.bids[i]],
                 "resolved": {names[c]: int(w) for c, w in enumerate(self.winners[i]) if w >= -1},
                 "pending": None if kind == K.K_NONE else {"decision": str(Decision(kind)), "seats": [int(meta[DSEAT])]},

@@ -9,14 +9,34 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from enum import IntEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-TOKEN_TYPES: tuple[str, ...] = ("force", "blackmail", "gold")  # strongest first (docs/rules.md §1)
-FORCE, BLACKMAIL, GOLD = 0, 1, 2
+
+class NamedIntEnum(IntEnum):
+    """A number that is written as its lower-cased name: ``str()`` and f-strings give ``"gold"``, ``"bid"``."""
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+    __format__ = object.__format__  # f"{x}" is str(x), on every Python version
+
+
+class Token(NamedIntEnum):
+    """The token types, strongest first (docs/rules.md §1): the index of a type in every array of three (holdings,
+    bids, the bank). ``str()`` is the name that board files, scenarios and text write (``"gold"``)."""
+
+    FORCE = 0
+    BLACKMAIL = 1
+    GOLD = 2
+
+
+TOKEN_TYPES: tuple[str, ...] = tuple(str(t) for t in Token)  # ("force", "blackmail", "gold")
+FORCE, BLACKMAIL, GOLD = Token.FORCE, Token.BLACKMAIL, Token.GOLD
 SPECIALS = ("spy", "apothecary")
 BOARDS_DIR = Path(__file__).resolve().parent.parent / "data" / "boards"
 

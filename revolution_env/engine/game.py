@@ -14,17 +14,46 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any
 
 import numpy as np
 
-from revolution_env.engine.components import BLACKMAIL, FORCE, GOLD, TOKEN_TYPES, Character, Components, load_components
+from revolution_env.engine.components import (
+    BLACKMAIL,
+    FORCE,
+    GOLD,
+    TOKEN_TYPES,
+    Character,
+    Components,
+    NamedIntEnum,
+    load_components,
+)
 
-BIDDING, SCHEMING, RESOLUTION, OVER = "bidding", "scheming", "resolution", "over"
+
+class Phase(NamedIntEnum):
+    """Where a round stands (docs/rules.md §2). A number, which the batched engine stores (``kernels``); ``str()`` is
+    the lower-cased name, which state dicts, scenarios and rendering write. A phase also equals its name
+    (``game.phase == "over"``): it was that string before it was a number."""
+
+    BIDDING = 0
+    SCHEMING = 1
+    RESOLUTION = 2
+    OVER = 3
+
+    def __eq__(self, other: object) -> bool:
+        return str(self) == other if isinstance(other, str) else int.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = int.__hash__
 
 
-class Decision(IntEnum):
+BIDDING, SCHEMING, RESOLUTION, OVER = Phase.BIDDING, Phase.SCHEMING, Phase.RESOLUTION, Phase.OVER
+
+
+class Decision(NamedIntEnum):
     """What a seat is asked to decide. A number, so that infos turn into tensors; ``str()`` gives the lower-cased
     name (``"bid"``, ``"apothecary_first"``), which was the decision's name in ``revolution_v1``."""
 
@@ -35,11 +64,6 @@ class Decision(IntEnum):
     APOTHECARY_FIRST = 4
     APOTHECARY_SECOND = 5
     REMOVE = 6
-
-    def __str__(self) -> str:
-        return self.name.lower()
-
-    __format__ = object.__format__  # f"{d}" is str(d), on every Python version
 
     @classmethod
     def parse(cls, value: Any) -> Decision:
@@ -62,6 +86,7 @@ SCHEMING_SPACE = "Scheming"
 GUY_BIDS_COMPULSORY = 2  # D12
 MAX_GUY_BIDS = 6  # D12
 MAX_ROUNDS_LIMIT = 2**24  # the largest round count a float32 observation holds exactly
+RULE_SWITCHES = ("bid_refunds", "area_control_bonus", "first_edition")  # the rule options that are on or off
 
 
 class RulesError(ValueError):
@@ -84,7 +109,7 @@ class Rules:
     board: str = "standard"
 
     def __post_init__(self) -> None:
-        for name in ("bid_refunds", "area_control_bonus", "first_edition"):
+        for name in RULE_SWITCHES:
             value = getattr(self, name)
             if not isinstance(value, bool) and not (name == "bid_refunds" and value is None):
                 raise RulesError(f"{name}: expected true or false, got {value!r}")

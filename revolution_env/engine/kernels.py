@@ -21,11 +21,14 @@ from __future__ import annotations
 import numpy as np
 
 from revolution_env.common.jit import COMPILED, jit  # noqa: F401  (COMPILED: whether the loops below are compiled)
+from revolution_env.engine.components import Token
+from revolution_env.engine.game import Decision, Phase
 
-# Phases and decisions (the values of engine.game's phase names' order and of Decision).
-BIDDING, SCHEMING, RESOLUTION, OVER = 0, 1, 2, 3
-K_NONE, K_BID, K_GUY, K_SPY, K_APO1, K_APO2, K_REMOVE = 0, 1, 2, 3, 4, 5, 6
-FORCE, BLACKMAIL, GOLD = 0, 1, 2
+# Phases, decisions and token types as the plain ints the compiled loops read (defined once: Phase, Decision, Token).
+BIDDING, SCHEMING, RESOLUTION, OVER = int(Phase.BIDDING), int(Phase.SCHEMING), int(Phase.RESOLUTION), int(Phase.OVER)
+K_NONE, K_BID, K_GUY, K_SPY = int(Decision.NONE), int(Decision.BID), int(Decision.GUY), int(Decision.SPY)
+K_APO1, K_APO2, K_REMOVE = int(Decision.APOTHECARY_FIRST), int(Decision.APOTHECARY_SECOND), int(Decision.REMOVE)
+FORCE, BLACKMAIL, GOLD = int(Token.FORCE), int(Token.BLACKMAIL), int(Token.GOLD)
 
 # Columns of the per-game integer record ``meta`` (N, N_META).
 ROUND, PHASE, KIND, DSEAT, CURSOR, GUY_COUNT, GUY_FIRST, GUY_LAST, SPY_OWNER, APO_AREA, APO_SEAT = range(11)

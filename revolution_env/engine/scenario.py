@@ -92,7 +92,7 @@ def _round_state(game: Game) -> dict[str, Any]:
     L = game.layout
     d = game.decision
     return {
-        "phase": game.phase,
+        "phase": str(game.phase),
         "bids": [_bid_dict(game, row) for row in game.bids],
         "resolved": {L.target_names[c]: int(w) for c, w in enumerate(game.winners) if w >= -1},
         "pending": None if d is None else {"decision": str(d.kind), "seats": list(d.seats)},

@@ -9,19 +9,13 @@ the engine's compiled options.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from revolution_env.engine import kernels as K
 from revolution_env.engine.batched import BatchedGame
 from revolution_env.engine.kernels import C_APO, C_AREAS, C_MAX_ROUNDS, C_PUPPET, C_SEATS, C_SPY, C_TARGETS, jit
-from revolution_env.env.core import MARGIN_SCALE
 from revolution_env.env.encoding import Codec
 from revolution_env.env.observation import ObservationLayout
-
-if TYPE_CHECKING:
-    from revolution_env.env.tokens import TokenCodec
 
 
 class BatchedView:
@@ -121,31 +115,6 @@ class BatchedView:
             out[~is_guy, 1 : 1 + ok[0].size] = ok.reshape(len(ok), -1)
         return out
 
-    def token_masks(
-        self,
-        tokens: TokenCodec,
-        game: BatchedGame,
-        games: np.ndarray,
-        seats: np.ndarray,
-        kinds: np.ndarray,
-        building: np.ndarray,
-        last: np.ndarray,
-    ) -> np.ndarray:
-        """(n, tokens.n) bool: the token mode's ``TokenCodec.mask`` for every pair. A seat that waits: the no-op; a
-        seat bidding: ``TokenCodec.bid_masks`` of the tokens it has still to place beside ``building`` (n, T, 3),
-        its bid so far, after ``last`` (n,), the last token it placed; another decision: the bid mode's dimension
-        0."""
-        m = np.zeros((len(games), tokens.n), dtype=bool)
-        m[kinds == K.K_NONE, 0] = True
-        bid = np.flatnonzero(kinds == K.K_BID)
-        if len(bid):
-            left = game.tokens[games[bid], seats[bid]] - building[bid].sum(1)
-            m[bid] = tokens.bid_masks(left, last[bid])
-        special = np.flatnonzero(kinds >= K.K_GUY)
-        if len(special):
-            m[special, : self.codec.C] = self.choice_masks(game, games[special], seats[special], kinds[special])
-        return m
-
     # --- actions -----------------------------------------------------------------------------------------------
 
     def legal(self, actions: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -179,19 +148,6 @@ class BatchedView:
         area, rel = np.divmod(i, c.S)
         cube = area * c.S + self.perm[seats, np.clip(rel, 0, c.S - 1)]
         return np.where(values == 0, -1, np.where(kinds == K.K_GUY, guy, cube))
-
-
-def seat_rewards(game: BatchedGame, games: np.ndarray, seats: np.ndarray, reward: str) -> np.ndarray:
-    """(n,) float64: ``Core.rewards`` of each (game, seat) pair of games that are over. ``win_loss``: +1 to a
-    winner, -1 to the others; ``margin``: the seat's final support minus the best other seat's (the puppet
-    included), divided by ``MARGIN_SCALE``."""
-    n = len(games)
-    if reward == "win_loss":
-        return np.where(game.final_win[games, seats], 1.0, -1.0)
-    support = game.final_support[games].astype(np.float64)
-    mine = support[np.arange(n), seats]
-    support[np.arange(n), seats] = -np.inf
-    return (mine - support.max(1)) / MARGIN_SCALE
 
 
 # The features observe_many writes, in this order (the names of ObservationLayout; -1 where a variant has none).

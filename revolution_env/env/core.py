@@ -13,9 +13,8 @@ from gymnasium import spaces
 from revolution_env.engine.components import BoardError
 from revolution_env.engine.game import BID, Decision, Game, Rules, RulesError, check_seed, make_layout
 from revolution_env.env.encoding import NONE, Codec
-from revolution_env.env.observation import ObservationLayout
+from revolution_env.env.modes import action_mode, check_action_mode
 from revolution_env.env.spaces import MaskedMultiDiscrete
-from revolution_env.env.tokens import TokenCodec, check_action_mode
 
 ENV_NAME = "revolution_v2"
 REWARDS = ("win_loss", "margin")
@@ -35,7 +34,28 @@ OPTIONS = (
 )
 ENV_OPTIONS = ("reward", "render_mode", "illegal", "action_mode")  # the options that are not rules of the game
 MARGIN_SCALE = 100.0
-ILLEGAL_REWARD = -1.0
+ILLEGAL_REWARD = -1.0  # to the player whose illegal action ended the game (illegal="terminate"); 0 to the others
+
+
+def final_rewards(reward: str, won: np.ndarray, support: np.ndarray, seats: np.ndarray) -> np.ndarray:
+    """(m,) the rewards at the end of a game of ``seats`` (m,), which ``won`` (m,) it or not, the games' final
+    support being ``support`` (m, S): ``win_loss`` +1 to a winner, -1 to the others; ``margin`` the seat's final
+    support minus the best other seat's (the puppet included), divided by ``MARGIN_SCALE``. The scalar and the
+    vector envs both pay these."""
+    if reward == "win_loss":
+        return np.where(won, 1.0, -1.0)
+    support = np.array(support, dtype=np.float64)
+    rows = np.arange(len(seats))
+    mine = support[rows, seats]
+    support[rows, seats] = -np.inf
+    return (mine - support.max(1)) / MARGIN_SCALE
+
+
+def check_illegal(value: Any) -> str:
+    """The ``illegal`` option, or ``ValueError`` naming it."""
+    if value not in ILLEGAL:
+        raise ValueError(f"illegal: expected one of {', '.join(ILLEGAL)}, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -57,9 +77,7 @@ class EnvConfig:
         render_mode = options.get("render_mode")
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode: expected one of {', '.join(RENDER_MODES)} or None, got {render_mode!r}")
-        illegal = options.get("illegal", "terminate")
-        if illegal not in ILLEGAL:
-            raise ValueError(f"illegal: expected one of {', '.join(ILLEGAL)}, got {illegal!r}")
+        illegal = check_illegal(options.get("illegal", "terminate"))
         action_mode = check_action_mode(options.get("action_mode", "bid"))
         rule_options = {k: v for k, v in options.items() if k not in ENV_OPTIONS}
         try:
@@ -79,37 +97,30 @@ class Core:
         except (BoardError, RulesError) as exc:
             raise ValueError(f"board: {exc}") from None
         self.codec = Codec(self.layout)
-        # the token mode (tokens.py): a Discrete action; each seat's bid is built in _building, token by token
-        self.tokens = TokenCodec(self.codec) if config.action_mode == "tokens" else None
-        self.obs_layout = ObservationLayout(self.codec, building=self.tokens is not None)
-        features = self.obs_layout.features  # the bid mode's vector, without the bid under construction:
-        self._base_size = features["bid_building"].start if self.tokens else self.obs_layout.size
+        # what differs between the action modes (modes.py), one row per seat
+        self.mode = action_mode(config.action_mode, self.codec, self.layout.players)
+        self.tokens = self.mode.tokens  # the token mode's sequences (None in the bid mode)
+        self.obs_layout = self.mode.layout
         self.agents = [f"player_{i}" for i in range(self.layout.players)]
         self.seat_of = {a: i for i, a in enumerate(self.agents)}
         self.game: Game | None = None
         self._bid_spent = [False] * self.layout.players  # who has bid this round (AEC)
         self._pending = np.zeros((self.layout.players, self.layout.n_targets, 3), dtype=np.int64)
-        self._building = np.zeros_like(self._pending)
-        self._last = np.full(self.layout.players, -1, dtype=np.int64)
         self._seeder: np.random.Generator | None = None  # the seeds of games reset without one, after a seeded reset
 
     def observation_space(self) -> spaces.Dict:
-        low, high = self.obs_layout.bounds()
-        return spaces.Dict(
-            {
-                "observation": spaces.Box(low, high, (self.obs_layout.size,), np.float32),
-                "action_mask": spaces.Box(0, 1, (self.mask_size,), np.int8),
-            }
-        )
+        return self.mode.observation_space(with_mask=True)
 
     @property
     def mask_size(self) -> int:
-        return self.tokens.n if self.tokens else self.codec.size
+        return self.mode.n
 
     def action_space(self, seed: int | None = None) -> MaskedMultiDiscrete | spaces.Discrete:
-        if self.tokens:
-            return spaces.Discrete(self.tokens.n, seed=seed)
-        return MaskedMultiDiscrete(self.codec.nvec, seed=seed)
+        return self.mode.space(seed)
+
+    # the token mode's bids under construction and last tokens placed, per seat
+    _building = property(lambda self: self.mode.building)
+    _last = property(lambda self: self.mode.last)
 
     def reset(self, seed: int | None) -> None:
         """A new game. A seed also seeds the games after it that are reset without one (Gymnasium's convention:
@@ -121,8 +132,7 @@ class Core:
             seed = int(self._seeder.integers(2**63))
         self.game = Game(self.layout, seed)
         self._bid_spent = [False] * self.layout.players
-        self._building[:] = 0
-        self._last[:] = -1
+        self.mode.clear()
         self._masks: list[np.ndarray | None] = [None] * self.layout.players
 
     # --- per seat ----------------------------------------------------------------------------------------------
@@ -139,8 +149,7 @@ class Core:
     def observe(self, seat: int) -> dict[str, np.ndarray]:
         kind = self.kind(seat)
         v = self.obs_layout.build(self.game, seat, kind)
-        if self.tokens:  # the observer's own bid under construction, seen by no one else
-            v[self._base_size :] = self._building[seat].ravel()
+        v[self.mode.base_size :] = self.mode.features(seat)
         return {"observation": v, "action_mask": self.mask(seat).copy()}
 
     def bid_mode_view(self, seat: int) -> dict[str, np.ndarray]:
@@ -148,26 +157,20 @@ class Core:
         game): the observation without the bid under construction and the bid mode's mask."""
         kind = self.kind(seat)
         return {
-            "observation": self.obs_layout.build(self.game, seat, kind)[: self._base_size],
+            "observation": self.obs_layout.build(self.game, seat, kind)[: self.mode.base_size],
             "action_mask": self.codec.mask(self.game, seat, kind),
         }
 
-    def token_actions(self, seat: int, action: Any) -> list[int]:
-        """A bid mode action of ``seat``'s, as the token mode's actions that play it (one unless it is a bid)."""
-        a = np.asarray(action, dtype=np.int64)
-        if self.kind(seat) == BID:
-            return self.tokens.sequence(self.codec.bid_counts(a, self.game.tokens[seat]))
-        return [int(a[0])]
+    def token_actions(self, seat: int, action: Any) -> list[Any]:
+        """A bid mode action of ``seat``'s, as this mode's actions that play it: itself in the bid mode; in the
+        token mode, a bid's canonical sequence, any other decision its choice."""
+        return self.mode.from_bid_mode(self.kind(seat), action, self.game.tokens[seat])
 
     def mask(self, seat: int) -> np.ndarray:
         """The seat's mask, computed once per state (read-only: copy before changing it)."""
         m = self._masks[seat]
         if m is None:
-            kind = self.kind(seat)
-            if self.tokens:
-                m = self.tokens.mask(self.game, seat, kind, self._building[seat], int(self._last[seat]))
-            else:
-                m = self.codec.mask(self.game, seat, kind)
+            m = self.mode.mask(self.game, seat, self.kind(seat))
             self._masks[seat] = m
             m.flags.writeable = False
         return m
@@ -181,44 +184,31 @@ class Core:
     def check(self, seat: int, action: Any, agent: str) -> np.ndarray | int:
         """The action as an int64 array (an ``int`` in the token mode), or :class:`IllegalActionError` naming the
         agent, the decision and what breaks the mask; nothing changes."""
-        if self.tokens:
-            return self.tokens.check(action, self.mask(seat), agent, self.kind(seat))
-        return self.codec.check(action, self.mask(seat), agent, self.kind(seat))
+        return self.mode.check(action, self.mask(seat), agent, self.kind(seat))
 
     def check_idle(self, seat: int, action: Any, agent: str) -> None:
         """Check the action of a seat with nothing to decide (Parallel API): only the no-op is legal."""
-        if self.tokens:
-            self.tokens.check(action, self.tokens.mask(self.game, seat, NONE, self._building[seat], -1), agent, NONE)
-        else:
-            self.codec.check(action, self.codec.mask(self.game, seat, NONE), agent, NONE)
+        self.mode.check(action, self.mode.none_mask(), agent, NONE)
 
     def apply(self, seat: int, a: np.ndarray | int) -> None:
         """Apply an action that :meth:`check` has accepted."""
         kind = self.kind(seat)
         self._masks = [None] * self.layout.players  # every action changes what someone may do
         if kind == BID:
-            if self.tokens:
-                if not self._place(seat, int(a)):
-                    return
-                self._pending[seat] = self._building[seat]
-            else:
-                self._pending[seat] = self.codec.bid_counts(a, self.game.tokens[seat])
+            if not self._place(seat, a):
+                return
+            self._pending[seat] = self.mode.counts(seat, a, self.game.tokens[seat])
             self._bid_spent[seat] = True
             if all(self._bid_spent):
                 self._bid_spent = [False] * self.layout.players
                 self.game.submit_bids(self._pending)
-                self._building[:] = 0
-                self._last[:] = -1
+                self.mode.clear()
         elif kind != NONE:
-            self.game.choose(self.codec.choice(int(a) if self.tokens else int(a[0]), seat, kind))
+            self.game.choose(self.codec.choice(self.mode.choice(a), seat, kind))
 
-    def _place(self, seat: int, a: int) -> bool:
-        """Token mode: place one token (nothing if the seat holds none); True when the seat's bid is complete."""
-        building = self._building[seat]
-        if self.game.tokens[seat].any():
-            self.tokens.place(self._building, seat, a)
-            self._last[seat] = a
-        return bool((building.sum(0) == self.game.tokens[seat]).all())
+    def _place(self, seat: int, a: np.ndarray | int) -> bool:
+        """Play a checked bid action of ``seat``'s (in the token mode, one token); True when its bid is complete."""
+        return self.mode.place(seat, a, self.game.tokens[seat])
 
     def next_seat(self) -> int:
         """Who acts next in the AEC order: the first player yet to bid, or the one deciding."""
@@ -236,18 +226,12 @@ class Core:
         return [{"decision": self.kind(s), "illegal_action": 0} for s in range(self.layout.players)]
 
     def rewards(self) -> list[float]:
-        """Final rewards per player: ``win_loss`` (+1 winners, -1 others) or ``margin`` (final support minus the
-        best other seat's, the puppet included, divided by 100)."""
+        """Final rewards per player (:func:`final_rewards`)."""
         final = self.game.final
-        n = self.layout.players
-        if self.config.reward == "win_loss":
-            return [1.0 if s in final["winners"] else -1.0 for s in range(n)]
-        support = np.asarray(final["support"], dtype=np.float64)
-        out = []
-        for s in range(n):
-            others = np.delete(support, s)
-            out.append(float((support[s] - others.max()) / MARGIN_SCALE))
-        return out
+        seats = np.arange(self.layout.players)
+        won = np.isin(seats, list(final["winners"]))
+        support = np.broadcast_to(np.asarray(final["support"]), (len(seats), len(final["support"])))
+        return final_rewards(self.config.reward, won, support, seats).tolist()
 
 
 class CoreAccess:

@@ -14,10 +14,10 @@ import numpy as np
 
 from revolution_env.engine.components import TOKEN_TYPES
 from revolution_env.engine.game import BID, GUY, Decision, Game, IllegalAction, Layout
+from revolution_env.engine.scenario import MODES
 
 NONE = Decision.NONE
 KINDS = tuple(Decision)  # NONE, BID, GUY, SPY, APOTHECARY_FIRST, APOTHECARY_SECOND, REMOVE: value = index
-MODES = ("tie", "beat")
 
 
 class IllegalActionError(IllegalAction):

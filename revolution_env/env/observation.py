@@ -12,11 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from revolution_env.engine.game import BIDDING, OVER, RESOLUTION, SCHEMING, Decision, Game
+from revolution_env.engine.game import BIDDING, Decision, Game, Phase
 from revolution_env.env.encoding import KINDS, Codec
-
-PHASES = (BIDDING, SCHEMING, RESOLUTION, OVER)
-PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
 
 
 @dataclass(frozen=True)
@@ -183,7 +180,7 @@ class ObservationLayout:
         v = np.zeros(self.size, dtype=np.float32)
         v[f["round"]] = game.round
         v[f["rounds_left"]] = game.rules.max_rounds - game.round
-        v[f["phase"] + PHASE_INDEX[game.phase]] = 1
+        v[f["phase"] + int(game.phase)] = 1
         v[f["decision"] + kind] = 1
         L = game.layout
         if kind not in (Decision.NONE, Decision.BID):
@@ -236,7 +233,7 @@ class ObservationLayout:
         return ObservationView(
             round=int(get("round")[0]),
             rounds_left=int(get("rounds_left")[0]),
-            phase=PHASES[int(get("phase").argmax())],
+            phase=Phase(int(get("phase").argmax())),
             decision=KINDS[int(get("decision").argmax())],
             for_puppet=bool(get("for_puppet")[0]),
             can_decline=bool(get("can_decline")[0]),
@@ -255,7 +252,7 @@ class ObservationLayout:
             guy_last_placer=last,
             cards_drawn=get("cards_drawn") if self.first_edition else None,
             deck_left=get("deck_left") if self.first_edition else None,
-            final_support=get("final_support") if v[self._slices["phase"]][3] else None,
+            final_support=get("final_support") if v[self._slices["phase"]][Phase.OVER] else None,
             puppet=self.seats - 1 if self.puppet else -1,
         )
 
@@ -267,7 +264,7 @@ class ObservationView:
 
     round: int
     rounds_left: int
-    phase: str
+    phase: Phase
     decision: Decision
     for_puppet: bool
     can_decline: bool

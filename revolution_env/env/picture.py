@@ -23,7 +23,7 @@ from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyBboxPatch, Patch, Rectangle
 
-from revolution_env.engine.components import Character, Components
+from revolution_env.engine.components import TOKEN_TYPES, Character, Components
 from revolution_env.engine.game import (
     APOTHECARY_FIRST,
     APOTHECARY_SECOND,
@@ -37,7 +37,7 @@ from revolution_env.engine.game import (
     Rules,
     make_layout,
 )
-from revolution_env.env.text import layout_seat_names
+from revolution_env.env.text import TOKEN_LETTERS, layout_seat_names
 
 WIDTH, HEIGHT, DPI = 1280, 800, 100
 
@@ -53,8 +53,7 @@ SEAT_COLOURS = ("#2f6fba", "#2e9a57", "#8b4fb3", "#e07b1a")
 GUY_COLOUR = "#8d8d8d"
 TOKEN_COLOURS = ("#c9302c", "#1e1e1e", "#f3c316")  # Force, Blackmail, Gold
 TOKEN_INK = ("white", "white", INK)
-TOKEN_LETTERS = ("F", "B", "G")
-TOKEN_WORDS = ("Force", "Blackmail", "Gold")
+TOKEN_WORDS = tuple(t.capitalize() for t in TOKEN_TYPES)  # ("Force", "Blackmail", "Gold")
 
 # Panels: (x, y, width, height) in pixels, y downwards.
 HEADER = (0, 0, WIDTH, 52)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from revolution_env.engine.components import TOKEN_TYPES
 from revolution_env.engine.game import OVER, Game, Layout
 
-TOKEN_LETTERS = ("F", "B", "G")
+TOKEN_LETTERS = tuple(t[0].upper() for t in TOKEN_TYPES)  # ("F", "B", "G")
 
 
 def layout_seat_names(layout: Layout) -> list[str]:

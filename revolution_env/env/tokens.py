@@ -20,16 +20,7 @@ import numpy as np
 
 from revolution_env.engine.components import TOKEN_TYPES
 from revolution_env.engine.game import BID, Decision, Game
-from revolution_env.env.encoding import Codec, IllegalActionError
-
-NONE = Decision.NONE
-ACTION_MODES = ("bid", "tokens")
-
-
-def check_action_mode(value: Any) -> str:
-    if value not in ACTION_MODES:
-        raise ValueError(f"action_mode: expected one of {', '.join(ACTION_MODES)}, got {value!r}")
-    return value
+from revolution_env.env.encoding import NONE, Codec, IllegalActionError
 
 
 class TokenCodec:

@@ -7,6 +7,7 @@ import shlex
 import sys
 from typing import Any, NoReturn
 
+from revolution_env.engine.game import RULE_SWITCHES
 from revolution_env.evaluation.runner import default_workers, evaluate_gauntlet, evaluate_lineup, evaluate_pool
 
 DESCRIPTION = """Evaluate agents: a lineup (--agents, one spec per seat) or a round robin (--pool). Every lineup is
@@ -113,7 +114,7 @@ def command_line(args: argparse.Namespace) -> str:
     else:
         words += ["--gauntlet", args.gauntlet, "--opponents", *args.opponents]
     words += ["--games", str(args.games), "--seed", str(args.seed)]
-    for flag in ("bid_refunds", "area_control_bonus", "first_edition"):
+    for flag in RULE_SWITCHES:
         if getattr(args, flag):
             words.append("--" + flag.replace("_", "-"))
     words += ["--max-rounds", str(args.max_rounds)]

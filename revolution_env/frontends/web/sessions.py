@@ -1,10 +1,11 @@
 """Games between a person and bots for ``revolution serve``: one :class:`PlaySession` per game, many at once.
 
-The game runs in the unwrapped AEC environment (``raw_env``), which checks every action against the mask and
-raises before anything changes: an illegal move sent by hand is refused and the game goes on unchanged. The bots
-act through ``act(observation, info)`` until the person has a decision to make; the page then gets what the
-person may see (public holdings, the board, revealed bids), the decision asked (``revolution_env.Decision``) and
-the legal moves derived from the environment's own action mask, never the bots' hidden bids or the deck order.
+The game is played by the one game loop, :class:`~revolution_env.arena.runner.GameRunner`, the person's seat
+left to decisions from outside: the bots act through ``act(observation, info)`` until the person has a decision
+to make (``GameRunner.advance``). The environment checks every action against the mask and raises before anything
+changes: an illegal move sent by hand is refused and the game goes on unchanged. The page gets what the person may
+see (public holdings, the board, revealed bids), the decision asked (``revolution_env.Decision``) and the legal
+moves derived from the environment's own action mask, never the bots' hidden bids or the deck order.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from typing import Any
 import numpy as np
 
 from revolution_env.agents.loading import display_name
+from revolution_env.arena.runner import GameRunner
 from revolution_env.engine.components import TOKEN_TYPES
-from revolution_env.engine.game import BID, GUY, Decision
+from revolution_env.engine.game import BID, GUY, RULE_SWITCHES, Decision
 from revolution_env.engine.scenario import export_game
-from revolution_env.env import describe_action, raw_env
+from revolution_env.env import describe_action
+from revolution_env.env.core import EnvConfig
 from revolution_env.env.encoding import IllegalActionError
 from revolution_env.frontends.web.trace import TracedGame, describe_layout, snapshot
 
@@ -50,7 +53,7 @@ def game_options(request: dict[str, Any]) -> dict[str, Any]:
     if isinstance(players, bool) or players not in (2, 3, 4):
         raise GameRequestError(f"players: expected 2, 3 or 4, got {players!r}")
     options["players"] = players
-    for name in ("bid_refunds", "area_control_bonus", "first_edition"):
+    for name in RULE_SWITCHES:
         value = _flag(request, name)
         if value is not None:
             options[name] = value
@@ -71,53 +74,43 @@ class PlaySession:
         seed: int | None = None,
     ) -> None:
         try:
-            self.env = raw_env(**options)
+            players = EnvConfig.from_options(options).rules.players
         except ValueError as exc:
             raise GameRequestError(str(exc)) from None
-        agents = self.env.possible_agents
-        if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < len(agents):
-            raise GameRequestError(f"seat: expected 0 to {len(agents) - 1}, got {seat!r}")
-        if len(opponents) != len(agents) - 1:
-            raise GameRequestError(
-                f"opponents: {len(agents)} players need {len(agents) - 1} bots, got {len(opponents)}"
-            )
+        if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < players:
+            raise GameRequestError(f"seat: expected 0 to {players - 1}, got {seat!r}")
+        if len(opponents) != players - 1:
+            raise GameRequestError(f"opponents: {players} players need {players - 1} bots, got {len(opponents)}")
         self.options = options
         self.id = secrets.token_hex(8)
         self.lock = threading.Lock()
         self.touched = time.monotonic()
-        self.human = agents[seat]
         self.seat = seat
         self.specs = list(opponents)
-        self.bots: dict[str, Any] = {}
-        others = [a for a in agents if a != self.human]
-        for agent, spec in zip(others, opponents):
+        bots = []
+        for spec in opponents:
             try:
-                self.bots[agent] = load_agent(spec, **options)
+                bots.append(load_agent(spec, **options))
             except (ValueError, ImportError, OSError) as exc:
                 raise GameRequestError(f"opponent {spec!r}: {exc}") from None
-        self.env.reset(seed=seed)
-        self.game = TracedGame.adopt(self.env.unwrapped.game)
-        for i, agent in enumerate(others):
-            self.bots[agent].reset(None if seed is None else seed + 1 + i)
-        self.names = []
-        for s, agent in enumerate(agents):
-            name = "(you)" if agent == self.human else display_name(self.specs[others.index(agent)], folder=False)
-            self.names.append(f"P{s} {name}")
+        specs = [*self.specs[:seat], None, *self.specs[seat:]]  # None: the person's seat, decided from outside
+        self.names = [f"P{s} {'(you)' if spec is None else display_name(spec, folder=False)}"
+                      for s, spec in enumerate(specs)]  # fmt: skip
+        self.runner = GameRunner([*bots[:seat], None, *bots[seat:]], options, self.names)
+        self.env = self.runner.env
+        self.human = self.env.possible_agents[seat]
+        # the bots' seeds: seed + 1, seed + 2, ... in seat order, the person's seat left out
+        bot_seeds = [None if seed is None else seed + 1 + i for i in range(players - 1)]
+        self.runner.reset(seed, [*bot_seeds[:seat], None, *bot_seeds[seat:]])
+        self.game = TracedGame.adopt(self.runner.game)
         if self.game.layout.puppet >= 0:
             self.names.append("Guy")
         self.saved_as: str | None = None
-        self._advance()
+        self.runner.advance()
 
     @property
     def core(self) -> Any:
         return self.env.unwrapped.core
-
-    def _advance(self) -> None:
-        """Let the bots play until the person must decide or the game is over."""
-        env = self.env
-        while not self.game.over and env.agent_selection != self.human:
-            agent = env.agent_selection
-            env.step(self.bots[agent].act(env.observe(agent), env.infos[agent]))
 
     # --- the person's moves ---
 
@@ -136,12 +129,12 @@ class PlaySession:
         ):
             raise GameRequestError(f"action: expected a list of {len(nvec)} integers (the MultiDiscrete action)")
         try:
-            self.env.step(np.array(action, dtype=np.int64))
+            self.runner.apply_outside(np.array(action, dtype=np.int64))
         except IllegalActionError as exc:
             raise GameRequestError(f"illegal move: {exc}") from None
         except OverflowError:
             raise GameRequestError("illegal move: a value is out of range") from None
-        self._advance()
+        self.runner.advance()
 
     # --- what the page sees ---
 

@@ -15,17 +15,15 @@ from typing import Any
 
 from revolution_env.engine.components import TOKEN_TYPES
 from revolution_env.engine.game import APOTHECARY_FIRST, APOTHECARY_SECOND, GUY, REMOVE, SPY, Game, Layout
-from revolution_env.engine.scenario import new_game, play_round, state_dict
+from revolution_env.engine.scenario import MODES, new_game, play_round, state_dict
 from revolution_env.env.text import gains_text, layout_seat_names
-
-MODES = ("tie", "beat")
 
 
 def snapshot(game: Game) -> dict[str, Any]:
     """The public state at one moment: what a viewer draws (no hidden bid, no deck order)."""
     return {
         "round": int(game.round),
-        "phase": game.phase,
+        "phase": str(game.phase),
         "support": game.support.tolist(),
         "tokens": game.tokens.tolist(),
         "bank": game.bank.tolist(),
