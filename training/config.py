@@ -477,13 +477,12 @@ def check(config: TrainConfig) -> None:
 
 
 STAGE_KEYS = ("name", "start")  # beside the fields a stage changes
+STARTS = ("run", "best", "latest")  # what a stage takes of the one before (revolution_training.recipe)
 NOT_IN_STAGES = ("stages", "out", "init_from")  # the recipe's own: init_from is the previous stage
 
 
 def stage_configs(config: TrainConfig) -> list[tuple[str, str, TrainConfig]]:
     """``(name, start, config)`` of each stage of a recipe, checked (``ValueError`` naming the stage and key)."""
-    from revolution_training.recipe import STARTS
-
     out, names = [], set()
     base = {k: v for k, v in config.to_dict().items() if k != "stages"}
     for k, stage in enumerate(config.stages or []):

@@ -30,8 +30,6 @@ from revolution_training.config import TrainConfig, dump_config, stage_configs
 
 from revolution_env.common.files import atomic_write
 
-STARTS = ("run", "best", "latest")
-
 
 def stage_folder(out: Path, index: int, name: str) -> Path:
     return out / f"{index + 1}-{name}"
