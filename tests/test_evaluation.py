@@ -256,6 +256,8 @@ def test_the_same_seed_gives_the_same_evaluation_whatever_the_workers():
         (["bargain", "area", "random"], {"area_control_bonus": True}),
         (["mix:checkpoints/two_players.pt@3,value", "mix:bargain,random"], {"players": 2}),  # a draw per decision
         (["mix:checkpoints/two_players.pt:sample@2,value", "mix:checkpoints/two_players.pt,area"], {"players": 2}),
+        # a member drawn per game (meta:), sampling policies in one pass with each game's own stream
+        (["meta:checkpoints/three_players.pt:sample@2,value", "checkpoints/three_players.pt:sample", "random"], {}),
         # the first edition: the deck from each game's seed, Remove decisions
         (["value", "bargain", "random"], {"first_edition": True}),
         (["random", "value"], {"players": 2, "first_edition": True}),
@@ -306,6 +308,25 @@ def test_a_checkpoint_in_a_mixture_decides_for_all_its_games_in_one_pass(monkeyp
     side_by_side = R._play_chunk(tasks, opts)
     assert [r.to_dict() for r in side_by_side] == [r.to_dict() for r in alone]
     assert max(batches) > 1
+
+
+def test_a_sampling_checkpoint_and_a_per_game_member_decide_in_one_pass(monkeypatch):
+    """A sampling policy (and a checkpoint a meta: spec drew for the game) is never asked game by game on the batched
+    path: one forward pass, each game's draw from its own stream (the games are checked above)."""
+    from revolution_env.agents.checkpoint import PolicyAgent
+    from revolution_env.evaluation import runner as R
+
+    specs = ["checkpoints/two_players.pt:sample", "meta:checkpoints/two_players.pt@3,value"]
+    names = R.name_agents(specs)
+    opts = R._options({"players": 2}, 2)
+    tasks = R.lineup_tasks(list(names), list(names.values()), 6, seed=5)
+    alone = [R.play_task(t, opts) for t in tasks]
+
+    def refuse(self, observation, info):
+        raise AssertionError("a policy asked game by game on the batched path")
+
+    monkeypatch.setattr(PolicyAgent, "act", refuse)
+    assert [r.to_dict() for r in R._play_chunk(tasks, opts)] == [r.to_dict() for r in alone]
 
 
 def test_what_the_batched_engine_does_not_play_goes_one_by_one():

@@ -9,11 +9,12 @@ flip drawn from the game's own coin stream, as the scalar engine draws it (the f
 from the game's deck stream by the batched engine itself). ``tests/test_evaluation.py`` compares both paths game by
 game, scenarios included.
 
-What is batched: the engine's steps, the observations and masks of all waiting seats, and a deterministic
-checkpoint policy's forward pass (one per step for every game it plays in, also where it is the component a
-mixture, ``mix:``, drew for a game's decision). Random agents and the heuristic bots decide seat by seat, as does
-the draw of a mixture's component (each with its own random stream; the bots are compiled,
-:mod:`revolution_env.agents.compiled`).
+What is batched: the engine's steps, the observations and masks of all waiting seats, and a checkpoint policy's
+forward pass (one per step for every game it plays in, also where it is the component a mixture, ``mix:``, drew for
+a game's decision, or the member a per-game mixture, ``meta:`` or a population file, drew for the game); a sampling
+policy then draws each game's action from that game's own stream, as it would alone. Random agents and the
+heuristic bots decide seat by seat, as does the draw of a mixture's component (each with its own random stream;
+the bots are compiled, :mod:`revolution_env.agents.compiled`).
 
 The scalar path remains for what the batched path does not play: the token action mode, and agents other than
 ``random``, the heuristics, checkpoint policies and their mixtures (:func:`can_batch`).
@@ -29,7 +30,7 @@ import numpy as np
 from revolution_env.agents.base import Agent, RandomAgent
 from revolution_env.agents.checkpoint import PolicyAgent
 from revolution_env.agents.heuristics import HeuristicBot
-from revolution_env.agents.mixture import MixtureAgent
+from revolution_env.agents.mixture import MetaAgent, MixtureAgent
 from revolution_env.arena.runner import GameResult, IllegalMoveError, agent_seed
 from revolution_env.engine import kernels as K
 from revolution_env.engine.batched import BatchedGame, clean_bids_batch, priority_by_rule_batch
@@ -45,7 +46,7 @@ BATCHABLE = (RandomAgent, HeuristicBot, PolicyAgent)
 def _batchable(agent: Agent) -> bool:
     """One of the agents the batched path plays, or a mixture of them (each game's fork draws the component, whose
     decision is then played as that agent's)."""
-    if isinstance(agent, MixtureAgent):
+    if isinstance(agent, (MixtureAgent, MetaAgent)):
         return all(_batchable(a) for a in agent.agents)
     return isinstance(agent, BATCHABLE)
 
@@ -120,26 +121,35 @@ def play_batched(
 
 
 def _actions(view, game, games, seats, kind, base, forks, tasks) -> np.ndarray:
-    """The actions (n, D) of the agents in ``seats`` of ``games``, all facing decision ``kind``: a deterministic
-    policy's in one forward pass per agent (a mixture's too, where its draw for that game picks the policy), every
-    other agent's game by game (its own random stream)."""
+    """The actions (n, D) of the agents in ``seats`` of ``games``, all facing decision ``kind``: a policy's in one
+    forward pass per agent (a mixture's too, where its draw picks the policy; a sampling policy then draws each
+    game's action from that game's stream), every other agent's game by game (its own random stream)."""
     kinds = np.full(len(games), kind, dtype=np.int64)
     obs = view.observe(game, games, seats, kinds)
     masks = view.masks(game, games, seats, kinds)
     actions = np.zeros((len(games), len(view.codec.nvec)), dtype=np.int64)
     info = {"decision": Decision(int(kind)), "illegal_action": 0}
-    shared: dict[int, tuple[PolicyAgent, list[int]]] = {}
+    shared: dict[int, tuple[PolicyAgent, list[int], list[PolicyAgent]]] = {}
     for j, (g, s) in enumerate(zip(games.tolist(), seats.tolist())):
         agent, fork = base[g][s], forks[g][s]
+        if isinstance(agent, MetaAgent):  # the member this game's fork drew for the whole game
+            agent, fork = agent.agents[fork.current], fork.agents[fork.current]
         if isinstance(agent, MixtureAgent):  # the component that decides here, drawn from this game's stream
             pick = fork.pick()
             agent, fork = agent.agents[pick], fork.agents[pick]
-        if isinstance(agent, PolicyAgent) and agent.deterministic:
-            shared.setdefault(id(agent), (agent, []))[1].append(j)
+        if isinstance(agent, PolicyAgent) and (agent.deterministic or agent.tokens is None):
+            _, rows, agent_forks = shared.setdefault(id(agent), (agent, [], []))
+            rows.append(j)
+            agent_forks.append(fork)
         else:
             actions[j] = fork.act({"observation": obs[j], "action_mask": masks[j].view(np.int8)}, info)
-    for agent, rows in shared.values():
-        actions[rows] = agent.act_batch(obs[rows], masks[rows], kinds[rows])
+    for agent, rows, agent_forks in shared.values():
+        if agent.deterministic:
+            actions[rows] = agent.act_batch(obs[rows], masks[rows], kinds[rows])
+            continue
+        logits = agent.net.logits(obs[rows] / agent.scale)  # one pass; each game's draw from its own stream
+        for r, (j, fork) in enumerate(zip(rows, agent_forks)):
+            actions[j] = fork.chooser.choose(logits[r], masks[j], fork.rng)
     legal = view.legal(actions, masks)
     if not legal.all():
         j = int(np.flatnonzero(~legal)[0])
