@@ -16,7 +16,14 @@ from revolution_env.agents.loading import checkpoint_path, display_name, load_ag
 from revolution_env.agents.mixture import is_mixture, parse_mixture
 from revolution_env.arena.runner import GameResult, play_game
 from revolution_env.common.workers import worker_pool
-from revolution_env.evaluation.stats import AgentStats, aggregate, head_to_head, summary, wilson_interval
+from revolution_env.evaluation.stats import (
+    AgentStats,
+    aggregate,
+    head_to_head,
+    lineup_summaries,
+    summary,
+    wilson_interval,
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,7 @@ class Evaluation:
             "config": self.config(),
             "agents": {name: s.to_dict() for name, s in self.stats.items()},
             "summary": summary(self.results),
+            "lineups": lineup_summaries(self.results, list(self.specs)),
         }
         if self.head_to_head is not None:
             out["head_to_head"] = self.head_to_head
