@@ -21,7 +21,7 @@ from revolution_training.exploit import (
     STEPS,
 )
 
-from revolution_env.common.workers import exit_status
+from revolution_env.common.workers import ProcessDied, exit_status
 from revolution_env.frontends.options import OneLineParser, non_negative_int, one_line, positive_int, run_command
 
 
@@ -182,7 +182,7 @@ def cmd_exploit(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
-    except RuntimeError as exc:  # a worker process died
+    except ProcessDied as exc:  # killed, out of memory: the others stopped cleanly
         print(f"error: {one_line(exc)}; run the same command again to continue", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:

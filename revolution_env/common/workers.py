@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import multiprocessing
 import os
 import signal
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import wait
 from typing import Any, TypeVar
@@ -34,6 +36,10 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` so that the same clean-up runs."""
+
+
+class ProcessDied(RuntimeError):
+    """A job's process ended without an answer (killed with SIGKILL, out of memory): :func:`run_in_processes`."""
 
 
 def usable_cores() -> int:
@@ -245,6 +251,7 @@ def _job_process(function: Callable[[Any], Any], job: Any, send: Any, parent: in
         leave_process_group(parent, _terminated)  # a SIGTERM held back while it started is Terminated here
         outcome: tuple[str, Any] = ("done", function(job))
     except (KeyboardInterrupt, Exception) as exc:  # KeyboardInterrupt: Terminated, the parent stopped the job
+        exc.add_note("in the job's process:\n" + traceback.format_exc().rstrip())  # where it came from
         outcome = ("failed", exc)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the job is over: its answer goes out whatever comes now
     try:
@@ -259,7 +266,7 @@ def _receive(receive: Any, process: Any) -> tuple[str, Any]:
         outcome = receive.recv()
     except EOFError:  # killed without a word (SIGKILL, out of memory)
         process.join(timeout=10)
-        outcome = ("failed", RuntimeError(f"a worker process died (exit code {process.exitcode})"))
+        outcome = ("failed", ProcessDied(f"a worker process died (exit code {process.exitcode})"))
     receive.close()
     process.join(timeout=60)
     kill_workers([process])  # one that did not exit after answering
@@ -285,15 +292,20 @@ def _wait_for(running: dict[int, tuple[Any, Any]]) -> None:
         raise
 
 
+def require_ray() -> None:
+    """A ``ValueError`` saying how to install Ray where it is not (checked before any work is done)."""
+    if importlib.util.find_spec("ray") is None:
+        raise ValueError("--ray needs Ray: pip install -e '.[ray]'")
+
+
 @contextlib.contextmanager
 def ray_session(address: str, cpus: int | None = None) -> Iterator[Any]:
     """The ``ray`` module, connected for the block. ``address``: ``""`` starts a local Ray instance (of ``cpus``
     CPUs, or all) or joins the cluster named by ``RAY_ADDRESS``; else a cluster address (``auto``, ``HOST:6379``,
     ``ray://HOST:10001``). A connection this process already has is used as it is, and left open."""
-    try:
-        import ray
-    except ImportError:
-        raise ValueError("--ray needs Ray: pip install -e '.[ray]'") from None
+    require_ray()
+    import ray
+
     started = not ray.is_initialized()
     if started:
         local = {"num_cpus": cpus} if not address and cpus else {}
