@@ -23,7 +23,7 @@ DOCS = ROOT / "docs"
 SKIP_DIRS = {".git", ".venv", "runs", "__pycache__", "node_modules", ".pytest_cache", ".ruff_cache", "build", "dist"}
 TEXT = {".py", ".md", ".yaml", ".yml", ".json", ".toml", ".txt", ".cfg", ".html", ".js", ".sh", ""}
 # Files that commands write into their output folders: cited by name, never kept in the repository.
-GENERATED = {"report.md"}
+GENERATED = {"report.md", "exploit.md"}  # written by revolution eval and revolution exploit into their --out
 MD = re.compile(r"(?<![\w./<>-])((?:[\w.-]+/)*[\w-]+\.md)\b")
 SECTION = re.compile(r"docs/(\w+)\.md[`,]?\s+§(\d+)(?:\s*[–-]\s*§(\d+))?(?:,?\s+\"([^\"]+)\")?")
 DECISION = re.compile(r"\bD(\d+)\b")

@@ -30,7 +30,7 @@ from revolution_env.evaluation import (
 )
 from revolution_env.evaluation.report import write_atomic
 from revolution_env.evaluation.runner import game_seed, lineup_tasks, pool_lineups, seat_orders
-from revolution_env.evaluation.stats import one_pass, rate
+from revolution_env.evaluation.stats import lineup_summaries, one_pass, rate
 from revolution_env.frontends.evaluate import main
 
 SHIPPED_3P = Path(__file__).resolve().parent.parent / "checkpoints" / "three_players.pt"
@@ -163,6 +163,39 @@ def test_head_to_head_is_the_row_win_rate_in_games_with_the_column():
     assert h2h["b"]["c"] == 0.0
     assert h2h["a"]["a"] is None
     assert h2h["b"]["c"] is not None and h2h["c"]["b"] == 0.0
+
+
+def test_each_lineup_reports_its_length_and_the_games_it_stalled_to_max_rounds():
+    stall = GameResult(("staller", "b"), (60, 50), (0,), rounds=100, truncated=True)
+    results = [
+        stall,
+        GameResult(("b", "staller"), (40, 41), (1,), rounds=100, truncated=True),  # the other seat order
+        GameResult(("staller", "b"), (30, 50), (1,), rounds=20),
+        GameResult(("b", "c"), (30, 30), (0, 1), rounds=100, truncated=True),  # a shared win counts 1/2
+        GameResult(("c", "b"), (30, 50), (1,), rounds=12),
+    ]
+    rows = lineup_summaries(results, ["staller", "b", "c"])
+    assert [r["agents"] for r in rows] == [["staller", "b"], ["b", "c"]]  # whatever the seats
+    staller, other = rows
+    assert staller["games"] == 3 and staller["mean_rounds"] == pytest.approx(220 / 3)
+    assert staller["truncated"] == 2 and staller["truncated_rate"] == pytest.approx(2 / 3)
+    assert staller["truncated_wins"] == {"staller": 2.0, "b": 0.0}  # it wins the games it drags to the end
+    assert other["truncated"] == 1 and other["truncated_wins"] == {"b": 0.5, "c": 0.5}
+    assert other["mean_rounds"] == pytest.approx(56.0)
+
+
+def test_results_and_report_show_truncation_per_lineup(tmp_path):
+    out = tmp_path / "pool"
+    assert run_eval("--players", "2", "--pool", "random", "area", "value", "--games", "2", "--max-rounds", "3",
+                    "--workers", "1", "--out", str(out)) == 0  # fmt: skip
+    data = json.loads((out / "results.json").read_text())
+    assert [row["agents"] for row in data["lineups"]] == [["random", "area"], ["random", "value"], ["area", "value"]]
+    for row in data["lineups"]:  # three rounds: every game reaches max_rounds
+        assert row["games"] == 2 and row["truncated"] == 2 and row["truncated_rate"] == 1.0
+        assert row["mean_rounds"] == 3.0 and sum(row["truncated_wins"].values()) <= 2
+    report = (out / "report.md").read_text()
+    assert "| lineup | games | mean rounds | truncated at max_rounds | won when truncated |" in report
+    assert "| random + area | 2 | 3.0 | 2 (100.0%) |" in report
 
 
 # --- scheduling --------------------------------------------------------------------------------------------

@@ -276,7 +276,7 @@ COMMANDS = {
     "play": ([], ["--seat", "--opponents", "--seed", "--players", "--board", "--max-rounds"]),
     "eval": (["--agents", "nosuch", "DIR", "BAD"], ["--games", "--seed", "--workers", "--out", "--players"]),
     "train": (["--config", "BAD"], ["--out", "--total-steps", "--resume", "--config"]),
-    "exploit": (["nosuch"], ["--steps", "--players", "--seed", "--n-envs", "--reward"]),
+    "exploit": (["nosuch"], ["--steps", "--players", "--seed", "--n-envs", "--reward", "--seeds", "--games", "--out"]),
     "main": (["--steps", "0"], ["--games", "--seed", "--steps"]),
 }
 

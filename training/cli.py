@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from revolution_training.config import load_config
+from revolution_training.exploit import (
+    CALIBRATION,
+    CALIBRATION_DIR,
+    CURVE_STEPS,
+    EVAL_GAMES,
+    GAMES,
+    N_ENVS,
+    REWARD,
+    SEEDS,
+    STEPS,
+)
 
-from revolution_env.common.workers import exit_status
-from revolution_env.frontends.options import OneLineParser, non_negative_int, positive_int, run_command
+from revolution_env.common.workers import ProcessDied, exit_status
+from revolution_env.frontends.options import OneLineParser, non_negative_int, one_line, positive_int, run_command
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -86,61 +98,102 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register the ``exploit`` subcommand (approximate exploitability, ``revolution_training.exploit``)."""
+    """Register the ``exploit`` subcommand (the exploitability benchmark, ``revolution_training.exploit``)."""
     p = subparsers.add_parser(
         "exploit",
-        help="train a best response against a frozen agent: its win rate is the agent's approximate exploitability",
-        description="Train a fresh policy against AGENT (a checkpoint or a heuristic) in every other seat and "
-        "report its win rate over training and at the end, with 95% intervals (see training/exploit.py).",
+        help="approximate exploitability: best responses trained against a frozen agent, and how often they win",
+        description="Train --seeds best responses against AGENT (the agent in every other seat) for --steps learner "
+        "steps each, play --games fresh seat-rotated games with each, and report the maximum win rate over the "
+        "seeds with every seed's 95%% interval, beside calibration rows (the same protocol against random and "
+        "value). With --curve, the same for every snapshot of a training run, plotted against its steps. Run the "
+        "same command again to continue an interrupted benchmark (see training/exploit.py, docs/exploitability.md).",
     )
     p.add_argument(
         "agent",
+        nargs="?",
         metavar="AGENT",
         help="a checkpoint (.pt; PATH.pt:sample samples its policy), a heuristic (value, ...) or a mixture "
         "(mix:SPEC@W,SPEC@W,...)",
     )
+    p.add_argument("--curve", metavar="RUN_FOLDER", help="measure every league snapshot (and latest.pt) of a run")
     p.add_argument("--players", type=int, help="players (a checkpoint's own by default; else 3)")
-    p.add_argument("--steps", type=positive_int, default=200_000, help="learner steps of the best response")
-    p.add_argument("--out", help="the run folder (default runs/exploit/<agent>); an existing one is resumed")
-    p.add_argument("--seed", type=non_negative_int, default=0)
-    p.add_argument("--eval-games", type=positive_int, default=60, help="games per evaluation during training")
     p.add_argument(
-        "--final-games", type=positive_int, default=600, help="fresh games of the best checkpoint at the end"
+        "--steps",
+        type=positive_int,
+        help=f"learner steps of each best response: the budget (default {STEPS:,}; {CURVE_STEPS:,} with --curve)",
     )
-    p.add_argument("--n-envs", type=positive_int, default=64, help="games stepped together by the batched engine")
-    p.add_argument("--reward", choices=("win_loss", "margin"), default="margin", help="the best response's reward")
-    p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", help="play the final games on Ray")
+    p.add_argument("--seeds", type=positive_int, default=SEEDS, help=f"best responses (default {SEEDS})")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="the first best response's seed (default 0)")
+    p.add_argument(
+        "--games",
+        "--final-games",
+        type=positive_int,
+        default=GAMES,
+        help=f"fresh games of each best response at the end (default {GAMES:,})",
+    )
+    p.add_argument("--eval-games", type=positive_int, default=EVAL_GAMES, help="games per evaluation during training")
+    p.add_argument("--n-envs", type=positive_int, default=N_ENVS, help="games stepped together by the batched engine")
+    p.add_argument("--reward", choices=("win_loss", "margin"), default=REWARD, help="the best responses' reward")
+    p.add_argument(
+        "--calibration",
+        nargs="+",
+        metavar="SPEC",
+        default=list(CALIBRATION),
+        help=f"calibration rows: the same protocol against these agents (default {' '.join(CALIBRATION)})",
+    )
+    p.add_argument("--no-calibration", action="store_true", help="no calibration rows")
+    p.add_argument(
+        "--calibration-dir",
+        default=CALIBRATION_DIR,
+        help=f"where calibration rows are cached, by protocol (default {CALIBRATION_DIR})",
+    )
+    p.add_argument("--out", help="the benchmark's folder (default runs/exploit/<agent>, or runs/exploit/curve-<run>)")
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="run the best responses as Ray tasks: alone, a local instance (or RAY_ADDRESS); with an address, that "
+        "cluster (its nodes must see the folders); the same seeds give the same results",
+    )
     p.set_defaults(func=cmd_exploit)
     return p
 
 
 def cmd_exploit(args: argparse.Namespace) -> int:
     try:
-        from revolution_training.train import train_best_response
+        from revolution_training.exploitability import benchmark, curve, print_report
     except ModuleNotFoundError as exc:
         print(f"error: exploit needs the `train` extra ({exc.name} is missing): pip install -e '.[train]'",
               file=sys.stderr)  # fmt: skip
         return 2
-    try:
-        result = train_best_response(
-            args.agent, args.players, args.steps, args.out, args.seed, args.eval_games, args.final_games,
-            args.ray, progress=sys.stderr.isatty(), n_envs=args.n_envs, reward=args.reward,
-        )  # fmt: skip
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    if (args.agent is None) == (args.curve is None):
+        print("error: give an AGENT or --curve RUN_FOLDER (one of them)", file=sys.stderr)
         return 2
+    common = {
+        "players": args.players, "seeds": args.seeds, "seed": args.seed, "games": args.games,
+        "eval_games": args.eval_games, "n_envs": args.n_envs, "reward": args.reward, "out": args.out,
+        "calibration": [] if args.no_calibration else args.calibration, "calibration_dir": args.calibration_dir,
+        "ray_address": args.ray,
+    }  # fmt: skip
+    say = functools.partial(print, flush=True)
+    try:
+        if args.curve is not None:
+            data = curve(args.curve, steps=args.steps or CURVE_STEPS, say=say, **common)
+        else:
+            data = benchmark(args.agent, steps=args.steps or STEPS, say=say, **common)
+    except ValueError as exc:
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    except ProcessDied as exc:  # killed, out of memory: the others stopped cleanly
+        print(f"error: {one_line(exc)}; run the same command again to continue", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as exc:
-        print("aborted: the last save is intact (run the same command again to continue)", file=sys.stderr)
+        print("aborted: every best response keeps its last save (run the same command again to continue)",
+              file=sys.stderr)  # fmt: skip
         return exit_status(exc)
-    print("| step | games | best response win rate | 95% CI |\n|--:|--:|--:|--:|")
-    for c in result.curve:
-        print(f"| {c['step']:,} | {c['games']} | {c['win_rate']:.3f} | "
-              f"[{c['win_rate_ci95'][0]:.3f}, {c['win_rate_ci95'][1]:.3f}] |")  # fmt: skip
-    f = result.final
-    lo, hi = f["win_rate_ci95"]
-    print(f"\napproximate exploitability of {result.target} ({result.players} players, {result.steps:,} steps): "
-          f"the best response wins {f['win_rate']:.3f} [{lo:.3f}, {hi:.3f}] of {f['games']} fresh games "
-          f"(chance {1 / result.players:.3f}); written: {result.out / 'exploit.json'}, {result.out / 'exploit.png'}")  # fmt: skip
+    print()
+    print_report(data)
     return 0
 
 

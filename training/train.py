@@ -55,7 +55,7 @@ from revolution_training.checkpoint import (
 )
 from revolution_training.config import TrainConfig, dump_config, from_dict
 from revolution_training.distributions import MaskableMultiDiscretePolicy
-from revolution_training.exploit import ExploitResult, exploit_config, measure
+from revolution_training.exploit import ExploitResult, default_folder, exploit_config, final_games_seed, measure
 from revolution_training.league import League, LeagueReader, plot_matrix
 from revolution_training.mmd import MagnetPPO
 from revolution_training.policy import actor_layers, policy_from_sb3
@@ -68,9 +68,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
-from revolution_env.agents.loading import SAMPLING, checkpoint_path
-from revolution_env.agents.mixture import PREFIX as MIXTURE
-from revolution_env.agents.mixture import is_mixture
+from revolution_env.agents.loading import SAMPLING
 from revolution_env.common.workers import (
     Terminated,
     ignore_stop_signals,
@@ -723,24 +721,21 @@ def train_best_response(
     final_games: int = 600,
     ray_address: str | None = None,
     progress: bool = False,
+    workers: int | None = None,
     **changes: Any,
 ) -> ExploitResult:
-    """``revolution exploit``: train a best response to ``target`` for ``steps`` learner steps (in ``out``; an
-    existing run there is resumed), then measure it (``revolution_training.exploit`` documents the method and its limits).
-    An interrupted run has saved: the same call continues it."""
+    """One best response: train it against ``target`` for ``steps`` learner steps (in ``out``; an existing run there
+    is resumed), then measure it on ``final_games`` fresh games (played by ``workers`` processes, or on Ray)
+    (``revolution_training.exploit`` documents the method and its limits; ``revolution_training.exploitability``
+    runs the benchmark of several). An interrupted run has saved: the same call continues it."""
     config = exploit_config(target, players, steps, seed, eval_games, **changes)
-    if out is None:  # runs/exploit/<stem>, <stem>-sample for a sampling checkpoint (PATH:sample), mix-... for a mixture
-        path = checkpoint_path(target)
-        stem = Path(path).stem + ("-sample" if path != target else "")
-        if is_mixture(target):
-            stem = "mix-" + re.sub(r"[^A-Za-z0-9_.@-]+", "_", target[len(MIXTURE) :].replace(".pt", ""))
-        out = Path("runs/exploit") / stem
-    folder = Path(out)
+    folder = Path(out) if out is not None else default_folder(target)
     result = train(config, out=folder, resume=read_state(folder) is not None, progress=progress)
     if result.interrupted:
         raise Terminated if result.signal == signal.SIGTERM else KeyboardInterrupt
     state = read_state(folder)
-    return measure(target, config, folder, state, folder / BEST, seed + 1, final_games, ray_address, progress)
+    return measure(target, config, folder, state, folder / BEST, final_games_seed(seed), final_games, ray_address,
+                   progress, workers)  # fmt: skip
 
 
 @contextlib.contextmanager

@@ -16,21 +16,30 @@ clean-up of Ctrl-C runs for it too (:func:`raise_on_sigterm`); the command then 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.util
 import multiprocessing
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.connection import wait
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` so that the same clean-up runs."""
+
+
+class ProcessDied(RuntimeError):
+    """A job's process ended without an answer (killed with SIGKILL, out of memory): :func:`run_in_processes`."""
 
 
 def usable_cores() -> int:
@@ -148,14 +157,15 @@ def environment(variables: dict[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def leave_process_group(parent: int) -> None:
+def leave_process_group(parent: int, on_sigterm: Any = signal.SIG_DFL) -> None:
     """For a pool worker, started with the stop signals blocked: a process group of its own, Ctrl-C ignored,
     SIGTERM back to its default (for ``Pool.terminate``; one sent to the old group while it started ends it now,
-    before it has taken a task), and an exit of its own when the parent is gone (killed with SIGKILL)."""
+    before it has taken a task) or to ``on_sigterm``, and an exit of its own when the parent is gone (killed with
+    SIGKILL)."""
     if hasattr(os, "setpgrp"):
         os.setpgrp()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, on_sigterm)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
@@ -176,3 +186,150 @@ def kill_workers(processes: list[Any]) -> None:
     for p in processes:
         with contextlib.suppress(OSError, ValueError, AttributeError, AssertionError):
             p.join(timeout=10)
+
+
+# --- long jobs side by side: processes of their own, or Ray tasks -------------------------------------------------
+
+
+def run_in_processes(
+    function: Callable[[T], R], jobs: Sequence[T], processes: int, done: Callable[[int, R], None] | None = None
+) -> list[R]:
+    """``function(job)`` for every job, each in a spawned process of its own, at most ``processes`` at a time (each
+    with its share of the cores: :func:`worker_threads`); the results in job order, and each to ``done(index,
+    result)`` as it comes. ``function`` must be a module-level function, and jobs and results picklable.
+
+    For long jobs that must stop cleanly, which a pool cannot give them: ``Pool.terminate`` sends its workers
+    SIGTERM, and one that handled it (a training run saves first) would then wait for ever on the task lock the
+    pool keeps. Here each process leaves the process group (:func:`leave_process_group`) and turns SIGTERM into
+    :class:`Terminated`; on Ctrl-C or SIGTERM the parent sends SIGTERM to every running job, waits for them to stop
+    (a second Ctrl-C kills them) and starts no more. A job that fails stops the others the same way, and its
+    exception is raised in the parent."""
+    context = multiprocessing.get_context("spawn")
+    results: list[Any] = [None] * len(jobs)
+    waiting = list(range(len(jobs)))
+    running: dict[int, tuple[Any, Any]] = {}  # job -> (process, the end of its pipe we read)
+    failure: BaseException | None = None
+    try:
+        while running or (waiting and failure is None):
+            while waiting and failure is None and len(running) < processes:
+                i = waiting.pop(0)
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(target=_job_process, args=(function, jobs[i], send, os.getpid()))
+                with environment(worker_threads(processes)):
+                    start_workers(functools.partial(_started, process), lambda p: kill_workers([p]))
+                send.close()  # the child's copy is the only one left: its exit reads as end of file
+                running[i] = (process, receive)
+            wait([receive for _, receive in running.values()])
+            for i, (process, receive) in list(running.items()):
+                if not receive.poll():
+                    continue
+                outcome, value = _receive(receive, process)
+                del running[i]
+                if outcome == "done":
+                    results[i] = value
+                    if done is not None:
+                        done(i, value)
+                elif failure is None:
+                    failure = value
+                    _stop(running)
+    except BaseException:
+        _stop(running)
+        _wait_for(running)
+        raise
+    if failure is not None:
+        raise failure
+    return results
+
+
+def _started(process: Any) -> Any:
+    process.start()
+    return process
+
+
+def _job_process(function: Callable[[Any], Any], job: Any, send: Any, parent: int) -> None:
+    try:
+        leave_process_group(parent, _terminated)  # a SIGTERM held back while it started is Terminated here
+        outcome: tuple[str, Any] = ("done", function(job))
+    except (KeyboardInterrupt, Exception) as exc:  # KeyboardInterrupt: Terminated, the parent stopped the job
+        exc.add_note("in the job's process:\n" + traceback.format_exc().rstrip())  # where it came from
+        outcome = ("failed", exc)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the job is over: its answer goes out whatever comes now
+    try:
+        send.send(outcome)
+    except Exception:  # an exception that does not pickle: its message
+        send.send(("failed", RuntimeError(f"{type(outcome[1]).__name__}: {outcome[1]}")))
+    send.close()
+
+
+def _receive(receive: Any, process: Any) -> tuple[str, Any]:
+    try:
+        outcome = receive.recv()
+    except EOFError:  # killed without a word (SIGKILL, out of memory)
+        process.join(timeout=10)
+        outcome = ("failed", ProcessDied(f"a worker process died (exit code {process.exitcode})"))
+    receive.close()
+    process.join(timeout=60)
+    kill_workers([process])  # one that did not exit after answering
+    return outcome
+
+
+def _stop(running: dict[int, tuple[Any, Any]]) -> None:
+    """Ask every running job to stop (SIGTERM: :class:`Terminated` in the job, a clean stop)."""
+    for process, _ in running.values():
+        if process.exitcode is None:
+            with contextlib.suppress(OSError):
+                os.kill(process.pid, signal.SIGTERM)
+
+
+def _wait_for(running: dict[int, tuple[Any, Any]]) -> None:
+    """Wait for the stopped jobs to end; a second Ctrl-C kills them."""
+    try:
+        for process, receive in running.values():
+            process.join()
+            receive.close()
+    except BaseException:
+        kill_workers([process for process, _ in running.values()])
+        raise
+
+
+def require_ray() -> None:
+    """A ``ValueError`` saying how to install Ray where it is not (checked before any work is done)."""
+    if importlib.util.find_spec("ray") is None:
+        raise ValueError("--ray needs Ray: pip install -e '.[ray]'")
+
+
+@contextlib.contextmanager
+def ray_session(address: str, cpus: int | None = None) -> Iterator[Any]:
+    """The ``ray`` module, connected for the block. ``address``: ``""`` starts a local Ray instance (of ``cpus``
+    CPUs, or all) or joins the cluster named by ``RAY_ADDRESS``; else a cluster address (``auto``, ``HOST:6379``,
+    ``ray://HOST:10001``). A connection this process already has is used as it is, and left open."""
+    require_ray()
+    import ray
+
+    started = not ray.is_initialized()
+    if started:
+        local = {"num_cpus": cpus} if not address and cpus else {}
+        ray.init(address=address or None, include_dashboard=False, log_to_driver=False, **local)
+    try:
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def run_on_ray(function: Callable[[T], R], jobs: Sequence[T], address: str) -> list[R]:
+    """``function(job)`` for every job as a Ray task of one CPU (:func:`ray_session` says what ``address`` is); the
+    results in job order. A job's exception is raised here as it was raised there; Ctrl-C cancels the tasks."""
+    with ray_session(address) as ray:
+        remote = ray.remote(num_cpus=1)(function)
+        refs = [remote.remote(job) for job in jobs]
+        try:
+            return ray.get(refs)
+        except ray.exceptions.RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            raise (cause if isinstance(cause, Exception) else RuntimeError(str(exc).splitlines()[0])) from None
+        except KeyboardInterrupt:
+            for ref in refs:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)
+            raise

@@ -148,7 +148,7 @@ def _markdown_table(header: list[str], rows: list[tuple[str, ...]] | list[list[s
 
 def markdown(evaluation: Evaluation, command: str | None = None, plots: list[str] | None = None) -> str:
     """report.md: the table first, then the head-to-head matrix, what the games were like, the command."""
-    from revolution_env.evaluation.stats import summary
+    from revolution_env.evaluation.stats import lineup_summaries, summary
 
     config = evaluation.config()
     s = summary(evaluation.results)
@@ -188,12 +188,29 @@ def markdown(evaluation: Evaluation, command: str | None = None, plots: list[str
         f"- mean length: {s['mean_rounds']:.1f} rounds; truncated at max_rounds: {s['truncated']}",
         f"- shared wins: {s['shared_wins']}; games nobody won: {s['no_winner']}",
         f"- win rate by seat: {seat_rates}",
+        "",
+        "By lineup (a bot that wins by stalling wins the games truncated at max_rounds):",
+        "",
+        lineups_markdown(lineup_summaries(evaluation.results, list(evaluation.specs))),
     ]
     if plots:
         parts += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     if command:
         parts += ["", "## Command", "", "```", command, "```"]
     return "\n".join(parts) + "\n"
+
+
+def lineups_markdown(lineups: list[dict[str, Any]]) -> str:
+    """The games of each lineup (``stats.lineup_summaries``): their length, how many reached max_rounds, and who
+    won those."""
+    rows = []
+    for row in lineups:
+        won = ", ".join(f"{name} {wins:g}" for name, wins in row["truncated_wins"].items() if wins) or "—"
+        rows.append(
+            (" + ".join(row["agents"]), str(row["games"]), f"{row['mean_rounds']:.1f}",
+             f"{row['truncated']} ({row['truncated_rate']:.1%})", won)
+        )  # fmt: skip
+    return _markdown_table(["lineup", "games", "mean rounds", "truncated at max_rounds", "won when truncated"], rows)
 
 
 def gauntlet_markdown(evaluation: Evaluation) -> str:

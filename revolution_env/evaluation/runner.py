@@ -15,8 +15,15 @@ from revolution_env.agents.base import Agent
 from revolution_env.agents.loading import checkpoint_path, display_name, load_agent
 from revolution_env.agents.mixture import is_mixture, parse_mixture
 from revolution_env.arena.runner import GameResult, play_game
-from revolution_env.common.workers import worker_pool
-from revolution_env.evaluation.stats import AgentStats, aggregate, head_to_head, summary, wilson_interval
+from revolution_env.common.workers import ray_session, worker_pool
+from revolution_env.evaluation.stats import (
+    AgentStats,
+    aggregate,
+    head_to_head,
+    lineup_summaries,
+    summary,
+    wilson_interval,
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,7 @@ class Evaluation:
             "config": self.config(),
             "agents": {name: s.to_dict() for name, s in self.stats.items()},
             "summary": summary(self.results),
+            "lineups": lineup_summaries(self.results, list(self.specs)),
         }
         if self.head_to_head is not None:
             out["head_to_head"] = self.head_to_head
@@ -177,15 +185,7 @@ def _play_on_ray(tasks: Sequence[GameTask], options: dict[str, Any], address: st
     """The tasks as Ray tasks, in chunks; results in task order, whatever node played them. ``address``: ``""``
     starts a local Ray instance (or joins the cluster named by ``RAY_ADDRESS``); else a cluster address
     (``auto``, ``HOST:6379``, ``ray://HOST:10001``). Checkpoint paths must be readable on every node."""
-    try:
-        import ray
-    except ImportError:
-        raise ValueError("--ray needs Ray: pip install -e '.[ray]'") from None
-    started = not ray.is_initialized()
-    if started:
-        local = {"num_cpus": workers} if not address and workers else {}
-        ray.init(address=address or None, include_dashboard=False, log_to_driver=False, **local)
-    try:
+    with ray_session(address, workers) as ray:
         remote = ray.remote(_play_chunk)
         chunk = max(1, min(32, len(tasks) // (8 * max(1, int(ray.cluster_resources().get("CPU", 1))))))
         refs = [remote.remote(tasks[i : i + chunk], options) for i in range(0, len(tasks), chunk)]
@@ -198,9 +198,6 @@ def _play_on_ray(tasks: Sequence[GameTask], options: dict[str, Any], address: st
                 parts[order[ref]] = ray.get(ref)
                 bar.update(len(parts[order[ref]]))
         return [r for part in parts for r in part]
-    finally:
-        if started:
-            ray.shutdown()
 
 
 def play_tasks(

@@ -182,3 +182,33 @@ def summary(results: Sequence[GameResult]) -> dict[str, Any]:
         "shared_wins": sum(len(r.winners) > 1 for r in results),
         "win_rate_by_seat": [w / n if n else 0.0 for w in by_seat],
     }
+
+
+def lineup_summaries(results: Sequence[GameResult], names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Per lineup (who sat at the table, whatever the seats): games, mean length in rounds, the games truncated at
+    ``max_rounds`` (D8: scored as they stand) and each agent's wins among those. A bot that wins by stalling shows
+    here: its lineups end at max_rounds, and it wins those games. Lineups in order of first appearance, each
+    listed in the order of ``names`` (default: first appearance)."""
+    order = {name: i for i, name in enumerate(names if names is not None else agent_names(results))}
+    groups: dict[tuple[str, ...], list[GameResult]] = {}
+    for r in results:
+        lineup = tuple(sorted(r.agents, key=lambda name: (order.get(name, len(order)), name)))
+        groups.setdefault(lineup, []).append(r)
+    rows = []
+    for lineup, games in groups.items():
+        truncated = [r for r in games if r.truncated]
+        won = dict.fromkeys(lineup, 0.0)
+        for r in truncated:
+            for seat, name in enumerate(r.agents):
+                won[name] += r.win_share(seat)
+        rows.append(
+            {
+                "agents": list(lineup),
+                "games": len(games),
+                "mean_rounds": sum(r.rounds for r in games) / len(games),
+                "truncated": len(truncated),
+                "truncated_rate": len(truncated) / len(games),
+                "truncated_wins": won,
+            }
+        )
+    return rows
