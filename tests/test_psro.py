@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -182,3 +183,24 @@ def test_a_bad_psro_config_is_one_line(tmp_path, change, message):
     plain.write_text("players: 2\n")
     with pytest.raises(ValueError, match="a PSRO config needs a psro: section"):
         load_psro_config(plain)
+
+
+def test_a_best_response_to_a_per_game_mixture_meets_its_members_drawn_with_the_weights(tmp_path):
+    from revolution_training.exploit import default_folder, exploit_config
+
+    config = exploit_config("meta:random@1,area@3", 2, 4096, 0, 4)
+    assert config.heuristics == ["random", "area"] and config.heuristics_weights == [0.25, 0.75]
+    assert config.pretrain_teacher == "area" and config.init_from is None  # imitates the heaviest member
+    assert default_folder("meta:random@1,area@3").name == "meta-random@1_area@3"
+    path = tmp_path / "pop" / "population.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"format": "revolution-population", "population": [
+        {"spec": "value", "weight": 0.7}, {"spec": "../checkpoints/two_players.pt", "weight": 0.3}]}))  # fmt: skip
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "two_players.pt").write_bytes(
+        (Path(__file__).resolve().parents[1] / "checkpoints" / "two_players.pt").read_bytes()
+    )
+    config = exploit_config(str(path), None, 4096, 0, 4)
+    assert config.init_from.endswith("two_players.pt")  # the heaviest checkpoint member, a copy of its policy
+    assert config.players == 2 and config.heuristics_weights == [0.7, 0.3]
+    assert default_folder(str(path)).name == "pop-population"
