@@ -204,3 +204,22 @@ def test_a_best_response_to_a_per_game_mixture_meets_its_members_drawn_with_the_
     assert config.init_from.endswith("two_players.pt")  # the heaviest checkpoint member, a copy of its policy
     assert config.players == 2 and config.heuristics_weights == [0.7, 0.3]
     assert default_folder(str(path)).name == "pop-population"
+
+
+@pytest.mark.parametrize("make", ["vector", "gym"])
+def test_a_per_game_mixture_as_an_opponent_plays_a_member_drawn_for_each_game(make):
+    import revolution_env
+
+    played: Counter[str] = Counter()
+    for seed in range(3 if make == "vector" else 40):
+        if make == "vector":
+            env = revolution_env.vector_env(32, players=2, opponents="meta:random@1,area@3", seat=0)
+            env.reset(seed=seed)
+            table = env._table  # index 0: random, played in batch (no agent object)
+            played.update("RandomAgent" if i == 0 else type(table[i].agent).__name__ for i in env.opponent_of[:, 1])
+        else:
+            env = revolution_env.gym_env(players=2, opponents="meta:random@1,area@3", seat=0)
+            env.reset(seed=seed)
+            played.update(type(agent).__name__ for _, agent in env.unwrapped.opponents.values())
+    share = played["AreaBot"] / sum(played.values())
+    assert set(played) == {"RandomAgent", "AreaBot"} and 0.6 < share < 0.9

@@ -3,8 +3,8 @@
 ``opponents`` is one of:
 
 - ``None``: :data:`DEFAULT_OPPONENT` in every other seat;
-- one agent spec (``"random"``, a heuristic's name, a checkpoint path, a ``mix:`` mixture) or ``Agent`` for every
-  other seat;
+- one agent spec (``"random"``, a heuristic's name, a checkpoint path, a ``mix:`` mixture, a per-game mixture:
+  ``meta:`` or a population file, whose member is drawn for each game) or ``Agent`` for every other seat;
 - a list (or tuple) of them, one per other seat in seat order;
 - a **league**: any object with ``sample(rng, slot)``, asked for the opponent of each other seat (``slot`` 0, 1,
   ... in seat order, the learner's seat left out) of every new game, with the environment's generator ``rng``. It
@@ -24,6 +24,7 @@ import numpy as np
 
 from revolution_env.agents.base import Agent
 from revolution_env.agents.loading import load_agent
+from revolution_env.agents.mixture import MetaAgent
 from revolution_env.env.core import ENV_OPTIONS
 
 DEFAULT_OPPONENT = "value"  # the strongest heuristic (docs/environment.md §5 "Single agent")
@@ -62,6 +63,8 @@ class Opponents:
         self.fixed: list[tuple[str, Any]] = []
         if self.league is None:
             self.fixed = [self.resolve(spec, slot) for slot, spec in enumerate(self._specs(opponents))]
+        # whether each new game draws its opponents (a league, or a per-game mixture among the fixed ones)
+        self.per_game = self.league is not None or any(isinstance(a, MetaAgent) for _, a in self.fixed)
 
     def _specs(self, opponents: Any) -> list[Any]:
         others = self.players - 1
@@ -100,13 +103,18 @@ class Opponents:
         return spec, self._loaded[key]
 
     def sample(self, rng: np.random.Generator, slot: int) -> tuple[str, Any]:
-        """The opponent of ``slot`` in a new game: the fixed one, or the league's pick (drawn with ``rng``)."""
+        """The opponent of ``slot`` in a new game: the fixed one, or the league's pick (drawn with ``rng``); a
+        per-game mixture (``meta:``, a population file) plays the member it draws for the game (with ``rng``),
+        under its own name."""
         if self.league is None:
-            return self.fixed[slot]
-        pick = self.league.sample(rng, slot)
-        if isinstance(pick, tuple) and len(pick) == 2 and isinstance(pick[0], str):
-            return pick
-        return self.resolve(pick, slot)
+            name, agent = self.fixed[slot]
+        else:
+            pick = self.league.sample(rng, slot)
+            name, agent = pick if isinstance(pick, tuple) and len(pick) == 2 and isinstance(pick[0], str) else (
+                self.resolve(pick, slot))  # fmt: skip
+        if isinstance(agent, MetaAgent):
+            agent = agent.agents[int(rng.choice(len(agent.agents), p=agent.weights))]
+        return name, agent
 
 
 __all__: Sequence[str] = ("DEFAULT_OPPONENT", "League", "Opponents", "is_league")

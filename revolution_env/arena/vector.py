@@ -103,7 +103,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         self._index: dict[int, int] = {}
         # one agent per distinct spec, asked for all its games at once
         self.opponents = Opponents(opponents, P, options, shared=True)
-        self._fixed = [self._register(*pair) for pair in self.opponents.fixed]
+        self._fixed = [] if self.opponents.per_game else [self._register(*pair) for pair in self.opponents.fixed]
         self.opponent_of = np.full((n, P), -1, dtype=np.int64)
 
     # --- opponents ---------------------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         seats = self.seat[games]
         for slot in range(self.players - 1):
             absolute = np.where(slot < seats, slot, slot + 1)  # the other seats in order
-            if self.opponents.league is None:
+            if not self.opponents.per_game:
                 self.opponent_of[games, absolute] = self._fixed[slot]
             else:
                 picks = [self._register(*self.opponents.sample(rng, slot)) for _ in range(k)]
