@@ -505,6 +505,27 @@ def test_updates_take_torch_threads_and_rollouts_one(tmp_path, monkeypatch):
     assert TrainConfig().update_threads() >= 1 and TrainConfig(torch_threads=2).update_threads() == 2
 
 
+def test_updates_take_one_thread_unless_the_user_chose_torchs_threads(monkeypatch):
+    """Torch's spinning OpenMP threads collapse PPO's updates beside another busy process (TrainConfig.torch_threads
+    says by how much): the updates take one thread, unless the user gave torch its threads, by the environment or
+    by ``torch.set_num_threads`` before the run."""
+    from revolution_env.common.workers import usable_cores
+
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(usable_cores())  # torch's own default
+        assert TrainConfig().update_threads() == 1
+        torch.set_num_threads(usable_cores() + 2)
+        assert TrainConfig().update_threads() == usable_cores() + 2
+        torch.set_num_threads(usable_cores())
+        monkeypatch.setenv("OMP_NUM_THREADS", str(usable_cores()))
+        assert TrainConfig().update_threads() == usable_cores()
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize(("best_by", "expected"), [("mean", 192), ("worst", 128)])
 def test_best_pt_keeps_the_evaluation_best_by_mean_or_worst(tmp_path, monkeypatch, best_by, expected):
     import revolution_training.train as train_module

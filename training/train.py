@@ -299,12 +299,13 @@ def _origin(config: TrainConfig, step: int, wall_time: float, origin: dict[str, 
     return {"path": str(config.init_from), "step": int(step), "wall_time": float(wall_time), "origin": origin}
 
 
-def imitate(model: MaskablePPO, config: TrainConfig) -> float:
-    """Behaviour cloning of ``pretrain_teacher`` before PPO (``revolution_training.pretrain``); returns the seconds spent."""
+def imitate(model: MaskablePPO, config: TrainConfig, threads: int = 1) -> float:
+    """Behaviour cloning of ``pretrain_teacher`` before PPO (``revolution_training.pretrain``), fitted on torch
+    ``threads``; returns the seconds spent."""
     start = time.time()
     print(f"imitating {config.pretrain_teacher}: recording {config.pretrain_steps:,} of its decisions ...", flush=True)
     demos = collect(config, config.pretrain_steps, config.seed)
-    with torch_threads(config.update_threads()):
+    with torch_threads(threads):
         report = clone(model, demos, config)
     for key, value in report.items():
         model.logger.record(f"pretrain/{key}", value)
@@ -368,9 +369,10 @@ class RunState:
 class SelfPlayCallback(BaseCallback):
     """Adds snapshots to the league, evaluates, saves, logs custom scalars, and stops when asked to."""
 
-    def __init__(self, config: TrainConfig, out: Path, league: League, run: RunState) -> None:
+    def __init__(self, config: TrainConfig, out: Path, league: League, run: RunState, threads: int = 1) -> None:
         super().__init__()
         self.config, self.out, self.league, self.run = config, out, league, run
+        self.threads = threads  # torch's, for PPO's updates (TrainConfig.update_threads)
         self.stop_requested = False
         self.stop_signal: int | None = None
         self.wins: deque[float] = deque(maxlen=100)
@@ -416,7 +418,7 @@ class SelfPlayCallback(BaseCallback):
         torch.set_num_threads(1)  # the rollout's forward passes: one thread, the opponents' threads take the cores
 
     def _on_rollout_end(self) -> None:
-        torch.set_num_threads(self.config.update_threads())  # PPO's update, next
+        torch.set_num_threads(self.threads)  # PPO's update, next
         now, step = time.time(), self.model.num_timesteps
         then, before = self._window
         if now > then:
@@ -458,7 +460,7 @@ class SelfPlayCallback(BaseCallback):
             result = train_best_response(str(target), steps=config.exploiter_steps, out=folder / "run", seed=config.seed + step,
                              eval_games=games, final_games=games, n_envs=config.n_envs, n_steps=config.n_steps,
                              batch_size=config.batch_size, net_arch=list(config.net_arch), device=config.device,
-                             torch_threads=config.torch_threads, env_backend=config.env_backend)  # fmt: skip
+                             torch_threads=self.threads, env_backend=config.env_backend)  # fmt: skip
         except KeyboardInterrupt as exc:  # the exploiter's run took the signal (it saved, but is dropped)
             shutil.rmtree(folder, ignore_errors=True)
             self.stop_requested = True
@@ -607,7 +609,8 @@ def train(
         if run.step >= config.total_steps:  # nothing left to train
             return TrainResult(run.step, False, 0.0, run.best_win_rate, out, best_by=config.best_by)
 
-    with torch_threads(1):  # the rollouts; PPO's updates take config.update_threads() (SelfPlayCallback)
+    threads = config.update_threads()  # before the run sets torch's threads: a user's setting is kept
+    with torch_threads(1):  # the rollouts; PPO's updates take `threads` (SelfPlayCallback)
         venv = None
         try:
             venv = make_vec_env(config, out / "league")
@@ -623,8 +626,8 @@ def train(
                 model.set_random_seed(config.seed + state["step"])  # fresh games, not a replay of the first ones
             model.set_logger(configure(str(out / "tb"), ["tensorboard"]))
             if state is None and config.pretrain_teacher:
-                run.wall_time += imitate(model, config)
-            callback = SelfPlayCallback(config, out, league, run)
+                run.wall_time += imitate(model, config, threads)
+            callback = SelfPlayCallback(config, out, league, run, threads)
             callback.init_callback(model)  # learn() does it too, but a run already at total_steps never calls learn()
             start_step, start_time = model.num_timesteps, time.time()
             remaining = max(0, config.total_steps - model.num_timesteps)

@@ -23,7 +23,6 @@ Not supported: the first edition (``ValueError`` at construction) and rendering.
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,7 +36,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from revolution_env.agents.base import act_batch
-from revolution_env.common.workers import usable_cores
+from revolution_env.common.workers import opponent_threads
 from revolution_env.engine import kernels as K
 from revolution_env.engine.batched import BatchedGame
 from revolution_env.engine.components import BoardError
@@ -61,11 +60,8 @@ _POOL: list[ThreadPoolExecutor] = []
 
 
 def _threads() -> int:
-    """Threads for opponents' decisions: ``REVOLUTION_THREADS``, else the cores this process may use."""
-    try:
-        return max(1, int(os.environ.get("REVOLUTION_THREADS", "")))
-    except ValueError:
-        return usable_cores()
+    """Threads for opponents' decisions (``common.workers.opponent_threads``)."""
+    return opponent_threads()
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -147,6 +143,7 @@ class RevolutionVectorEnv(VectorEnv):
             raise ValueError(f"board: {exc}") from None
         if not isinstance(mask_in_obs, bool):
             raise ValueError(f"mask_in_obs: expected true or false, got {mask_in_obs!r}")
+        _threads()  # a REVOLUTION_THREADS that is no number of threads fails here, named
         if isinstance(keep_finished, bool) or not isinstance(keep_finished, int) or keep_finished < 0:
             raise ValueError(f"keep_finished: expected a non-negative integer, got {keep_finished!r}")
         L = self.layout

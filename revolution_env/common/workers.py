@@ -119,7 +119,37 @@ def worker_pool(processes: int) -> Iterator[Any]:
 
 
 # The variables that size the thread pools of OpenBLAS (NumPy's matrix products), OpenMP (torch), MKL and Numba.
+# Unset, each library takes the cores this process may use (its affinity mask), as usable_cores() counts them.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+# Ours: the threads in which the opponents of a vector env decide (arena/vector.py), at most.
+OPPONENT_THREADS = "REVOLUTION_THREADS"
+
+
+def thread_setting(name: str) -> int | None:
+    """The thread count a user set in the environment variable ``name`` (None if unset or empty). Anything but a
+    positive integer is a ``ValueError`` naming the variable: the libraries would otherwise each ignore it in
+    their own way (libgomp with a warning, OpenBLAS silently)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{name}: expected a positive integer (a number of threads), got {text!r}")
+    return value
+
+
+def check_thread_settings() -> None:
+    """Every thread variable the user set holds a positive integer (else ``ValueError`` naming it)."""
+    for name in (*THREAD_VARIABLES, OPPONENT_THREADS):
+        thread_setting(name)
+
+
+def opponent_threads() -> int:
+    """Threads for opponents' decisions: ``REVOLUTION_THREADS``, else the cores this process may use."""
+    return thread_setting(OPPONENT_THREADS) or usable_cores()
 
 
 def worker_threads(processes: int) -> dict[str, str]:
