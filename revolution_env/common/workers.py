@@ -76,6 +76,32 @@ class stop_signals_blocked:
             signal.pthread_sigmask(signal.SIG_SETMASK, self._old)
 
 
+@contextlib.contextmanager
+def stop_signals_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held until the block ends, then delivered (in the main thread; elsewhere, where no
+    handler runs, nothing changes). For code that an exception must not cut in the middle: Numba's compiler,
+    where a ``KeyboardInterrupt`` raised inside it (or inside llvmlite's ``__del__``, which swallows it) left
+    half-built machine code that a later call ran, a segmentation fault. Unlike :class:`stop_signals_blocked`,
+    this holds the signal whichever thread the OS hands it to."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    if any(handler is None for handler in old.values()):  # a handler set outside Python: leave it be
+        yield
+        return
+    for s in STOP_SIGNALS:
+        signal.signal(s, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        for s in dict.fromkeys(caught):
+            signal.raise_signal(s)
+
+
 def start_workers(start: Callable[[], T], kill: Callable[[T], None]) -> T:
     """``start()`` with the stop signals held back, so that the workers it starts inherit them blocked. A signal
     that came meanwhile is delivered afterwards; if its handler raises (Ctrl-C, :class:`Terminated`), ``kill``
