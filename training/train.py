@@ -299,12 +299,43 @@ def _origin(config: TrainConfig, step: int, wall_time: float, origin: dict[str, 
     return {"path": str(config.init_from), "step": int(step), "wall_time": float(wall_time), "origin": origin}
 
 
-def imitate(model: MaskablePPO, config: TrainConfig, threads: int = 1) -> float:
+def compile_ahead(config: TrainConfig) -> None:
+    """Numba's machine code for this run before its first decision, where the cache lacks it (a fresh clone): the
+    heuristic bots in a background process (about a minute of one core) while this process compiles the batched
+    engine by playing a few random games (about 15 s), then a wait for the bots with a line of progress. Without
+    it the imitation's first minute ran the bots' NumPy reference, five to fifty times slower."""
+    from revolution_env.agents.compiled import COMPILED, STYLES, ready, wait_until_ready
+    from revolution_env.agents.loading import load_agent
+
+    specs = [config.pretrain_teacher, *config.heuristics, *config.baselines(), config.eval_fill]
+    if not COMPILED or not any(style in str(spec) for spec in specs if spec for style in STYLES):
+        return
+    bot = load_agent("value", **config.env_options())
+    if ready(bot):
+        return
+    if config.backend() == "vector":
+        _play_random_games(config)
+    wait_until_ready(bot)
+
+
+def _play_random_games(config: TrainConfig, games: int = 16, steps: int = 150) -> None:
+    """A few random games on the batched engine, so that Numba compiles (or loads) its loops now."""
+    from revolution_env import MaskedMultiDiscrete, vector_env
+
+    env = vector_env(games, opponents="random", keep_finished=0, **config.env_options())
+    space = MaskedMultiDiscrete(env.codec.nvec, seed=config.seed)
+    env.reset(seed=config.seed)
+    for _ in range(steps):
+        env.step(np.stack([space.sample(mask) for mask in env.action_masks().view(np.int8)]))
+    env.close()
+
+
+def imitate(model: MaskablePPO, config: TrainConfig, threads: int = 1, progress: bool | None = None) -> float:
     """Behaviour cloning of ``pretrain_teacher`` before PPO (``revolution_training.pretrain``), fitted on torch
-    ``threads``; returns the seconds spent."""
+    ``threads``, the recording's ``progress`` shown as ``pretrain.Progress`` has it; returns the seconds spent."""
     start = time.time()
     print(f"imitating {config.pretrain_teacher}: recording {config.pretrain_steps:,} of its decisions ...", flush=True)
-    demos = collect(config, config.pretrain_steps, config.seed)
+    demos = collect(config, config.pretrain_steps, config.seed, progress)
     with torch_threads(threads):
         report = clone(model, demos, config)
     for key, value in report.items():
@@ -625,8 +656,9 @@ def train(
                 model.num_timesteps = int(state["step"])
                 model.set_random_seed(config.seed + state["step"])  # fresh games, not a replay of the first ones
             model.set_logger(configure(str(out / "tb"), ["tensorboard"]))
+            compile_ahead(config)
             if state is None and config.pretrain_teacher:
-                run.wall_time += imitate(model, config, threads)
+                run.wall_time += imitate(model, config, threads, progress)
             callback = SelfPlayCallback(config, out, league, run, threads)
             callback.init_callback(model)  # learn() does it too, but a run already at total_steps never calls learn()
             start_step, start_time = model.num_timesteps, time.time()
