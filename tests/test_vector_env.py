@@ -540,10 +540,15 @@ def test_the_benchmark_s_busy_processes_run_only_while_it_measures():
     import os
 
     bench = _benchmark_module()
+
+    def children() -> set[str]:
+        return {p for p in os.listdir("/proc") if p.isdigit() and _parent(p) == os.getpid()}
+
+    before = children()
     with bench.busy_processes(2):
-        children = [p for p in os.listdir("/proc") if p.isdigit() and _parent(p) == os.getpid()]
-        assert len(children) >= 2
-    assert not [p for p in children if os.path.exists(f"/proc/{p}") and _parent(p) == os.getpid()]
+        busy = children() - before
+        assert len(busy) == 2
+    assert not busy & children()
 
 
 def _parent(pid: str) -> int:

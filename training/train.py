@@ -304,7 +304,7 @@ def compile_ahead(config: TrainConfig) -> None:
     heuristic bots in a background process (about a minute of one core) while this process compiles the batched
     engine by playing a few random games (about 15 s), then a wait for the bots with a line of progress. Without
     it the imitation's first minute ran the bots' NumPy reference, five to fifty times slower."""
-    from revolution_env.agents.compiled import COMPILED, STYLES, ready, wait_until_ready
+    from revolution_env.agents.compiled import COMPILED, COMPILING, STYLES, ready, wait_until_ready
     from revolution_env.agents.loading import load_agent
 
     specs = [config.pretrain_teacher, *config.heuristics, *config.baselines(), config.eval_fill]
@@ -313,9 +313,13 @@ def compile_ahead(config: TrainConfig) -> None:
     bot = load_agent("value", **config.env_options())
     if ready(bot):
         return
+    print(f"{COMPILING}, in the background ...", flush=True)
     if config.backend() == "vector":
+        start = time.monotonic()
         _play_random_games(config)
-    wait_until_ready(bot)
+        if time.monotonic() - start > 2.0:
+            print(f"  ... and the batched engine, here, in {time.monotonic() - start:.0f} s", flush=True)
+    wait_until_ready(bot, announce=False)
 
 
 def _play_random_games(config: TrainConfig, games: int = 16, steps: int = 150) -> None:

@@ -1605,15 +1605,20 @@ def ready(bot: Any) -> bool:
     return False
 
 
-def wait_until_ready(bot: Any, report: Any = print, every: float = 10.0) -> bool:
+COMPILING = "compiling the heuristic bots into Numba's cache (once per machine, about a minute of one core)"
+
+
+def wait_until_ready(bot: Any, report: Any = print, every: float = 10.0, announce: bool = True) -> bool:
     """Have the compiled bots before their first decision: :func:`ready`, which starts the background build where
     Numba's cache lacks them (or finds a sibling's build under way), then wait for it, with a line through
-    ``report`` every ``every`` seconds. Returns whether they are ready (False: they play the reference). Ctrl-C
-    stops the wait; the build goes on, in its own session, and fills the cache for the next run."""
+    ``report`` every ``every`` seconds (and :data:`COMPILING` first, with ``announce``). Returns whether they are
+    ready (False: they play the reference). Ctrl-C stops the wait; the build goes on, in its own session, and
+    fills the cache for the next run."""
     if ready(bot) or _Build.state == "failed" or not COMPILED:
         return ready(bot)
     start = last = time.monotonic()
-    report("compiling the heuristic bots into Numba's cache (once per machine, about a minute of one core) ...")
+    if announce:
+        report(COMPILING + " ...")
     while not ready(bot) and _Build.state != "failed":
         time.sleep(0.2)
         _Build.next_check = 0.0  # ready() looks again at once
@@ -1649,4 +1654,4 @@ def build(bot: Any, lock: Path | None = None, timeout: float = STALE_BUILD) -> N
     _Build.state = "ready"
 
 
-__all__ = ["COMPILED", "build", "decide", "params", "ready", "tables", "wait_until_ready"]
+__all__ = ["COMPILED", "COMPILING", "build", "decide", "params", "ready", "tables", "wait_until_ready"]
