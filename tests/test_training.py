@@ -824,3 +824,24 @@ def _masked_sample(mask: np.ndarray, nvec: np.ndarray) -> np.ndarray:
     from revolution_env import MaskedMultiDiscrete
 
     return MaskedMultiDiscrete(nvec).sample(mask.astype(np.int8))
+
+
+def test_the_imitation_s_recording_shows_its_progress_in_lines_off_a_terminal(capsys):
+    """Nothing was printed between "imitating value: recording 20,000 of its decisions ..." and its end: off a
+    terminal, a line at every tenth of the way (on one, a bar; from Python, nothing unless asked)."""
+    from revolution_training.pretrain import Progress
+
+    shown = Progress(1000, "recording value", False)
+    for done in (5, 120, 130, 550, 1000, 1200):
+        shown(done)
+    shown.close()
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.rsplit(",", 1)[0].strip() for line in lines] == [
+        "recording value: 120 of 1,000 decisions",
+        "recording value: 550 of 1,000 decisions",
+        "recording value: 1,000 of 1,000 decisions",
+    ]
+    quiet = Progress(1000, "recording value", None)
+    quiet(1000)
+    quiet.close()
+    assert capsys.readouterr().out == ""

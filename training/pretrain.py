@@ -159,7 +159,7 @@ def _collect_batched(
                 returns += _discounted([r[4] for r in current[i]], config.gamma)
                 held[i] += len(current[i])
             current[i] = []
-        shown(sum(min(h, s) for h, s in zip(held, shares)))
+        shown(sum(min(h + len(c), s) for h, c, s in zip(held, current, shares)))  # games in flight count too
     shown.close()
     env.close()
     steps = [row for game in done for row in game]
