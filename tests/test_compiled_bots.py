@@ -269,3 +269,20 @@ def test_a_build_that_cannot_cache_leaves_the_reference_playing_with_a_warning(m
     twin = copy.deepcopy(bot)
     twin.compiled = False
     assert np.array_equal(bot.act(obs, info), twin.act(obs, info))  # the reference, quietly
+
+
+@needs_numba
+def test_sigterm_stops_the_background_build_at_once(tmp_path):
+    """Ctrl-C and SIGTERM wait for a compilation to end (common.jit), but not in the build process, which only
+    compiles: stopped there, it leaves nothing half-built that would run."""
+    import signal
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "revolution_env.agents.build_bots"], env=env)
+    time.sleep(4.0)  # importing, then compiling (about a minute)
+    proc.send_signal(signal.SIGTERM)
+    start = time.monotonic()
+    assert proc.wait(timeout=60) == -signal.SIGTERM
+    assert time.monotonic() - start < 5.0

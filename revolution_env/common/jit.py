@@ -14,6 +14,10 @@ import os
 
 from revolution_env.common.workers import stop_signals_deferred
 
+# Whether Ctrl-C and SIGTERM wait for a compilation to end. A process that only compiles (the background build
+# of agents/build_bots.py) turns it off: killed there, it leaves nothing behind that would run.
+DEFER_SIGNALS = True
+
 try:  # pragma: no cover - which branch runs depends on the install
     if os.environ.get("REVOLUTION_NO_NUMBA"):
         raise ImportError
@@ -24,6 +28,8 @@ try:  # pragma: no cover - which branch runs depends on the install
         compile_now = dispatcher.compile  # every compilation or cache load of a signature, from Python or from
 
         def compile(signature):  # another compiled function's typing
+            if not DEFER_SIGNALS:
+                return compile_now(signature)
             with stop_signals_deferred():
                 return compile_now(signature)
 
