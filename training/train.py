@@ -314,12 +314,12 @@ def compile_ahead(config: TrainConfig) -> None:
     if ready(bot):
         return
     print(f"{COMPILING}, in the background ...", flush=True)
+    start = time.monotonic()
     if config.backend() == "vector":
-        start = time.monotonic()
         _play_random_games(config)
         if time.monotonic() - start > 2.0:
             print(f"  ... and the batched engine, here, in {time.monotonic() - start:.0f} s", flush=True)
-    wait_until_ready(bot, announce=False)
+    wait_until_ready(bot, since=start)
 
 
 def _play_random_games(config: TrainConfig, games: int = 16, steps: int = 150) -> None:

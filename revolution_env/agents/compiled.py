@@ -1608,16 +1608,18 @@ def ready(bot: Any) -> bool:
 COMPILING = "compiling the heuristic bots into Numba's cache (once per machine, about a minute of one core)"
 
 
-def wait_until_ready(bot: Any, report: Any = print, every: float = 10.0, announce: bool = True) -> bool:
+def wait_until_ready(bot: Any, report: Any = print, every: float = 10.0, since: float | None = None) -> bool:
     """Have the compiled bots before their first decision: :func:`ready`, which starts the background build where
     Numba's cache lacks them (or finds a sibling's build under way), then wait for it, with a line through
-    ``report`` every ``every`` seconds (and :data:`COMPILING` first, with ``announce``). Returns whether they are
-    ready (False: they play the reference). Ctrl-C stops the wait; the build goes on, in its own session, and
-    fills the cache for the next run."""
+    ``report`` every ``every`` seconds, the times counted from ``since`` (``time.monotonic()`` when the caller
+    started the build and said so; else from now, and :data:`COMPILING` first). Returns whether they are ready
+    (False: they play the reference). Ctrl-C stops the wait; the build goes on, in its own session, and fills
+    the cache for the next run."""
     if ready(bot) or _Build.state == "failed" or not COMPILED:
         return ready(bot)
-    start = last = time.monotonic()
-    if announce:
+    start = time.monotonic() if since is None else since
+    last = time.monotonic()
+    if since is None:
         report(COMPILING + " ...")
     while not ready(bot) and _Build.state != "failed":
         time.sleep(0.2)
