@@ -178,6 +178,70 @@ def test_the_bots_play_the_reference_until_the_background_build_is_done(monkeypa
     assert compiled._Build.state == "ready"
 
 
+class EndingBuild:
+    """A stand-in for the background build's process: ends (exit 0) after ``polls`` polls; counts its reaping."""
+
+    polls = 3
+    reaped = 0
+
+    def __init__(self, args, **kwargs):
+        self.left = EndingBuild.polls
+
+    def poll(self):
+        self.left -= 1
+        if self.left > 0:
+            return None
+        EndingBuild.reaped += 1
+        return 0
+
+
+def _fake_build(monkeypatch, tmp_path, cached):
+    monkeypatch.setattr(compiled, "_Build", type("B", (), {**vars(compiled._Build), "state": "unknown", "proc": None}))
+    monkeypatch.setattr(compiled, "_cache_folder", lambda: tmp_path)
+    monkeypatch.setattr(compiled, "_in_cache", lambda signature: cached["yes"])
+    monkeypatch.setattr(compiled.subprocess, "Popen", EndingBuild)
+    monkeypatch.setattr(compiled, "_loaded", lambda: False)
+    EndingBuild.reaped = 0
+
+
+@needs_numba
+def test_the_background_build_is_reaped_when_it_ends_though_the_cache_says_so_first(monkeypatch, tmp_path):
+    """A `[python3] <defunct>` build stayed for the whole of a run: the cache held the bots before anybody polled
+    the finished process, so nobody did."""
+    cached = {"yes": False}
+    _fake_build(monkeypatch, tmp_path, cached)
+    bot = ValueBot(players=3)
+    compiled._Build.next_check = 0.0
+    assert not compiled.ready(bot)  # the build starts
+    build = compiled._Build.proc
+    build.left = 1  # it has ended, and filled the cache
+    cached["yes"] = True
+    compiled._Build.next_check = 0.0
+    assert compiled.ready(bot)
+    assert compiled._Build.proc is None and EndingBuild.reaped == 1
+
+
+@needs_numba
+def test_waiting_for_the_bots_reports_progress_until_the_build_is_done(monkeypatch, tmp_path):
+    cached = {"yes": False}
+    _fake_build(monkeypatch, tmp_path, cached)
+    EndingBuild.polls = 8
+    monkeypatch.setattr(EndingBuild, "poll", lambda self: _poll_and_cache(self, cached))
+    lines: list[str] = []
+    assert compiled.wait_until_ready(ValueBot(players=3), lines.append, every=0.3)
+    assert lines[0].startswith("compiling the heuristic bots into Numba's cache")
+    assert any("still compiling" in line for line in lines[1:-1]) and lines[-1].startswith("compiled the heuristic")
+    assert compiled._Build.proc is None and compiled._Build.state == "ready"
+
+
+def _poll_and_cache(build, cached):
+    build.left -= 1
+    if build.left > 0:
+        return None
+    cached["yes"] = True
+    return 0
+
+
 @needs_numba
 def test_a_build_that_cannot_cache_leaves_the_reference_playing_with_a_warning(monkeypatch, tmp_path):
     class DoneBuild:
@@ -205,3 +269,20 @@ def test_a_build_that_cannot_cache_leaves_the_reference_playing_with_a_warning(m
     twin = copy.deepcopy(bot)
     twin.compiled = False
     assert np.array_equal(bot.act(obs, info), twin.act(obs, info))  # the reference, quietly
+
+
+@needs_numba
+def test_sigterm_stops_the_background_build_at_once(tmp_path):
+    """Ctrl-C and SIGTERM wait for a compilation to end (common.jit), but not in the build process, which only
+    compiles: stopped there, it leaves nothing half-built that would run."""
+    import signal
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "revolution_env.agents.build_bots"], env=env)
+    time.sleep(4.0)  # importing, then compiling (about a minute)
+    proc.send_signal(signal.SIGTERM)
+    start = time.monotonic()
+    assert proc.wait(timeout=60) == -signal.SIGTERM
+    assert time.monotonic() - start < 5.0

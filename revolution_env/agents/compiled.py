@@ -30,8 +30,10 @@ then is not used.
 the machine code in its cache. Since both versions decide alike, nobody waits for it: the first decision of a
 process that finds the cache empty starts one background process that compiles and fills it
 (``python -m revolution_env.agents.build_bots``, a lock file in the cache folder keeps sibling processes from
-starting their own), and the bots play the NumPy reference until it is done (:func:`ready`). :func:`build`
-compiles in the calling process instead.
+starting their own), and the bots play the NumPy reference until it is done (:func:`ready`). A caller that is
+about to make thousands of decisions (training's imitation: a minute of them on the reference costs several of
+compiling) waits for it instead, with progress (:func:`wait_until_ready`); :func:`build` compiles in the calling
+process.
 """
 
 from __future__ import annotations
@@ -1571,14 +1573,8 @@ def ready(bot: Any) -> bool:
     _Build.next_check = now + 1.0
     if _Build.signature is None:
         _Build.signature = tuple(_decide_many.typeof_pyval(a) for a in _arguments(bot))
-    if _loaded() or _in_cache(_Build.signature):
-        _Build.state = "ready"
-        return True
     folder = _cache_folder()
-    if folder is None:  # pragma: no cover
-        _give_up("Numba has no cache folder here")
-        return False
-    if _Build.proc is not None and _Build.proc_owner == os.getpid():
+    if _Build.proc is not None and _Build.proc_owner == os.getpid():  # our build: reaped as soon as it ends
         code = _Build.proc.poll()
         if code is None:
             return False
@@ -1590,6 +1586,12 @@ def ready(bot: Any) -> bool:
         else:
             _Build.state = "ready"
         return _Build.state == "ready"
+    if _loaded() or _in_cache(_Build.signature):
+        _Build.state = "ready"
+        return True
+    if folder is None:  # pragma: no cover
+        _give_up("Numba has no cache folder here")
+        return False
     if _take_lock(folder / LOCK_NAME):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         with open(folder / "revolution-bots.log", "wb") as log:
@@ -1599,6 +1601,34 @@ def ready(bot: Any) -> bool:
             )  # fmt: skip
         _Build.proc_owner = os.getpid()
     return False
+
+
+COMPILING = "compiling the heuristic bots into Numba's cache (once per machine, about a minute of one core)"
+
+
+def wait_until_ready(bot: Any, report: Any = print, every: float = 10.0, since: float | None = None) -> bool:
+    """Have the compiled bots before their first decision: :func:`ready`, which starts the background build where
+    Numba's cache lacks them (or finds a sibling's build under way), then wait for it, with a line through
+    ``report`` every ``every`` seconds, the times counted from ``since`` (``time.monotonic()`` when the caller
+    started the build and said so; else from now, and :data:`COMPILING` first). Returns whether they are ready
+    (False: they play the reference). Ctrl-C stops the wait; the build goes on, in its own session, and fills
+    the cache for the next run."""
+    if ready(bot) or _Build.state == "failed" or not COMPILED:
+        return ready(bot)
+    start = time.monotonic() if since is None else since
+    last = time.monotonic()
+    if since is None:
+        report(COMPILING + " ...")
+    while not ready(bot) and _Build.state != "failed":
+        time.sleep(0.2)
+        _Build.next_check = 0.0  # ready() looks again at once
+        now = time.monotonic()
+        if now - last >= every:
+            last = now
+            report(f"  ... still compiling the heuristic bots, {now - start:.0f} s")
+    if _Build.state == "ready":
+        report(f"compiled the heuristic bots in {time.monotonic() - start:.0f} s")
+    return _Build.state == "ready"
 
 
 def build(bot: Any, lock: Path | None = None, timeout: float = STALE_BUILD) -> None:
@@ -1624,4 +1654,4 @@ def build(bot: Any, lock: Path | None = None, timeout: float = STALE_BUILD) -> N
     _Build.state = "ready"
 
 
-__all__ = ["COMPILED", "build", "decide", "params", "ready", "tables"]
+__all__ = ["COMPILED", "COMPILING", "build", "decide", "params", "ready", "tables", "wait_until_ready"]
