@@ -23,8 +23,8 @@ What makes it exact rather than close:
 
 What can still differ is the last bit of a transcendental function (NumPy may use its own SIMD ``log`` and
 ``pow``, Numba the C library's): a decision changes only where two options are that close to a tie, which the
-tests have not met. Where Numba is missing the bots run the NumPy reference (``HeuristicBot.act``); this module
-then is not used.
+tests have not met. Where Numba is missing the bots run the NumPy reference (``HeuristicBot.act``); the functions
+here still run as plain Python (``tests/test_compiled_bots.py`` runs them so).
 
 **Compiling without waiting.** Compiling this module takes about 50 s of one core, once per machine: Numba keeps
 the machine code in its cache. Since both versions decide alike, nobody waits for it: the first decision of a
@@ -150,6 +150,14 @@ def _multinomial(rng, n, p, out):
         remaining -= p[j]
     if dn > 0:
         out[d - 1] = dn
+
+
+if not COMPILED:
+
+    def _multinomial(rng, n, p, out):
+        """As plain Python: NumPy's ``multinomial``, the algorithm above (whose binomials Python's
+        ``Generator.binomial`` would refuse where rounding leaves ``p[j] / remaining`` a hair above 1)."""
+        out[:] = rng.multinomial(n, p)
 
 
 @jit
@@ -1275,7 +1283,7 @@ def _guy(rng, view, pos, mask, tb, prm):
                 gk = tok[i, 0] * strength[0] + tok[i, 1] * strength[1] + tok[i, 2] * strength[2]
                 k0, k1 = keys[0, c], keys[1, c]
                 top = max(max(k0, k1), gk)
-                n_top = (k0 == top) + (k1 == top) + (gk == top)
+                n_top = int(k0 == top) + int(k1 == top) + int(gk == top)  # ints: NumPy adds bools as "or"
                 winner = puppet if gk == top else (1 if k1 == top else 0)
                 if not (n_top == 1 and top > 0):
                     winner = -1
