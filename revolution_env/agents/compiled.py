@@ -142,7 +142,7 @@ class Tables(NamedTuple):
     char_area: np.ndarray  # (T,): each character's area, or -1
     spaces: np.ndarray  # (A,)
     token_points: np.ndarray  # (3,) float
-    strength: np.ndarray  # (3,): a bid as one comparable integer (RULES.md §3)
+    strength: np.ndarray  # (3,): a bid as one comparable integer (docs/rules.md §3)
     guy_legal: np.ndarray  # (T, 3) bool: the types a Guy bid may hold
     others: np.ndarray  # (S, S - 1): each seat's rivals
     area_points: np.ndarray  # (A, radix ** S, S): ``area_points`` of every cube count, the counts in base radix
