@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import copy
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -42,9 +44,10 @@ def built():
     )  # in this process (or waits for a background build): the comparisons need the compiled code
 
 
-def play_both(options: dict, games: int) -> tuple[int, dict[int, int]]:
+def play_both(options: dict, games: int, plain: bool = False) -> tuple[int, dict[int, int]]:
     """Whole games in which each seat's bot decides twice, compiled and reference, from the same generator state;
-    the reference's action is played. Returns the decisions compared and how many of each kind."""
+    the reference's action is played. Returns the decisions compared and how many of each kind. ``plain``: call
+    the compiled module's code directly, as it runs without Numba (the bots themselves then play the reference)."""
     names = ["value", "bargain", "area"]
     players = options["players"]
     decisions, kinds = 0, {}
@@ -57,7 +60,7 @@ def play_both(options: dict, games: int) -> tuple[int, dict[int, int]]:
             fast[i].reset(10 * g + i)
             slow[i].reset(10 * g + i)
             slow[i].compiled = False
-            assert fast[i].compiled
+            assert fast[i].compiled or plain
         for agent in env.agent_iter():
             obs, _, term, trunc, info = env.last()
             if term or trunc:
@@ -65,7 +68,11 @@ def play_both(options: dict, games: int) -> tuple[int, dict[int, int]]:
                 continue
             i = int(agent.split("_")[1])
             expected = slow[i].act(obs, info)
-            got = fast[i].act(obs, info)
+            if plain:
+                actions, fallbacks = compiled.decide(fast[i], obs["observation"][None], obs["action_mask"][None])
+                got, fast[i].fallbacks = actions[0], fast[i].fallbacks + fallbacks
+            else:
+                got = fast[i].act(obs, info)
             where = f"{options}, game {g}, {agent}, {slow[i].name}, {info['decision']!s}"
             assert np.array_equal(got, expected), where
             assert fast[i].rng.bit_generator.state == slow[i].rng.bit_generator.state, where
@@ -110,6 +117,26 @@ def test_a_batch_is_the_rows_in_turn(built):
         )
         assert np.array_equal(batch, singles), name
         assert one.rng.bit_generator.state == many.rng.bit_generator.state
+
+
+def test_without_numba_the_compiled_code_runs_as_plain_python_and_decides_as_the_reference():
+    """REVOLUTION_NO_NUMBA=1 (a fresh interpreter): the same functions as plain Python, the same decisions and draws
+    (NumPy's Generator.binomial refuses a probability a hair above 1, and NumPy adds two bools as "or")."""
+    code = (
+        "from tests.test_compiled_bots import play_both, VARIANTS\n"
+        "from revolution_env.agents.compiled import COMPILED\n"
+        "assert not COMPILED\n"
+        "kinds = {}\n"
+        "for options, _ in VARIANTS[:3] + VARIANTS[-2:]:\n"
+        "    for kind, n in play_both(options, 1, plain=True)[1].items():\n"
+        "        kinds[kind] = kinds.get(kind, 0) + n\n"
+        "assert set(kinds) >= {1, 2, 3, 4, 5, 6}, kinds\n"
+    )
+    env = dict(os.environ, REVOLUTION_NO_NUMBA="1")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_a_bot_that_decides_otherwise_plays_its_own_code():
