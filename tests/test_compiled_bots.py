@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import copy
 import os
-import subprocess
 import sys
 import time
 
 import numpy as np
 import pytest
+from plain_python import run_without_numba
 
 import revolution_env
 from revolution_env.agents import compiled
@@ -132,11 +132,7 @@ def test_without_numba_the_compiled_code_runs_as_plain_python_and_decides_as_the
         "        kinds[kind] = kinds.get(kind, 0) + n\n"
         "assert set(kinds) >= {1, 2, 3, 4, 5, 6}, kinds\n"
     )
-    env = dict(os.environ, REVOLUTION_NO_NUMBA="1")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
+    run_without_numba(code)
 
 
 def test_a_bot_that_decides_otherwise_plays_its_own_code():
@@ -304,7 +300,6 @@ def test_sigterm_stops_the_background_build_at_once(tmp_path):
     compiles: stopped there, it leaves nothing half-built that would run."""
     import signal
     import subprocess
-    import sys
 
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.Popen([sys.executable, "-m", "revolution_env.agents.build_bots"], env=env)
