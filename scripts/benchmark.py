@@ -22,20 +22,36 @@ opponents on one thread, whose seconds are the run's work: no schedule on this m
 shared perfectly among them, so ``cores x`` that rate bounds the first. A fourth run trains it with ``selfplay: true``
 (every seat of every game the learner): its learner steps are rows, the real decisions among them counted apart.
 
-Every measurement plays whole games with uniformly random legal moves (sampled from the action mask) for a
-fixed time on one core and reports decisions per second (one agent decision = one AEC step; in goofspiel one
-player's card choice) and games per second. The ratios compare Revolution! with the reference games measured in
-the same process. OpenSpiel is optional (``pip install -e .[bench]``).
+``--load N`` measures everything twice, alone and then beside N busy processes that the script starts and stops
+(pure-Python loops, ``while True: pass``: a reproducible stand-in for a machine shared with others), and shows both
+side by side with their ratio. Thread counts are the libraries' own (one per core this process may use) and the
+user's where set (``OMP_NUM_THREADS``, ``REVOLUTION_THREADS``, ...; anything but a positive integer is refused).
+
+Every measurement plays whole games with uniformly random legal moves for a fixed time on one core and reports
+decisions per second (one agent decision = one AEC step; in goofspiel one player's card choice) and games per
+second. The ratios compare Revolution! with the reference games measured in the same process. Every game draws
+its moves the cheapest way its API allows, and all the same way: a uniform index into the legal actions, from
+floats that one NumPy generator draws 4,096 at a time (:class:`UniformIndex`). OpenSpiel's goofspiel (13 cards,
+as many players as the first of ``--players``): ``legal_actions(p)`` of every player, then ``apply_actions``; its
+chance nodes (the point card turned up, uniform over those left) the same way. PettingZoo's connect_four: the
+indices of the observation's ``action_mask``. Revolution!'s AEC env and the single-agent env: every dimension of
+the ``MultiDiscrete`` action uniform among the values its part of the mask allows, all dimensions in one
+vectorised draw (``MaskedMultiDiscrete.sample``); the vector env: the same for all its games in one draw
+(:func:`batched_sampler`). OpenSpiel is optional (``pip install -e .[bench]``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import os
 import platform
+import subprocess
+import sys
 import time
 import warnings
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -52,16 +68,40 @@ def measure(play_game, seconds: float) -> dict[str, float]:
     return {"decisions_per_s": decisions / elapsed, "games_per_s": games / elapsed, "games": games}
 
 
-def aec_random_play(make_env):
-    """Random legal play through the AEC API, the way PettingZoo's docs show it."""
+class UniformIndex:
+    """Uniform indices below ``n``, the cheapest way in Python: floats drawn 4,096 at a time by one NumPy generator,
+    then ``int(u * n)`` per index (a call of ``Generator.integers`` costs a few microseconds, ``choice`` tens)."""
+
+    def __init__(self, seed: int = 0, block: int = 4096) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.block = block
+        self.floats: list[float] = []
+
+    def __call__(self, n: int) -> int:
+        if not self.floats:
+            self.floats = self.rng.random(self.block).tolist()
+        return int(self.floats.pop() * n)
+
+
+def aec_random_play(make_env, discrete: bool = False):
+    """Random legal play through the AEC API: a ``Discrete`` action (``discrete``: connect_four) as a uniform index
+    into the legal actions of the mask; a ``MultiDiscrete`` one (ours) uniform per dimension among the values its
+    part of the mask allows (``MaskedMultiDiscrete.sample``, all dimensions in one draw)."""
     env = make_env()
+    pick = UniformIndex()
+
+    def act(agent, mask: np.ndarray) -> Any:
+        if discrete:
+            legal = mask.nonzero()[0]
+            return int(legal[pick(len(legal))])
+        return env.action_space(agent).sample(mask)
 
     def play(i: int) -> int:
         env.reset(seed=i + 1000)
         n = 0
         for agent in env.agent_iter():
             obs, _, term, trunc, _ = env.last()
-            action = None if term or trunc else env.action_space(agent).sample(obs["action_mask"])
+            action = None if term or trunc else act(agent, obs["action_mask"])
             env.step(action)
             n += action is not None
         return n
@@ -201,21 +241,30 @@ def vector_memory(players: int, num_envs: int, steps: int = 30, **rules) -> dict
     return {"current_bytes": current, "peak_bytes": peak}
 
 
-def goofspiel_random_play():
+def goofspiel_random_play(players: int = 3, cards: int = 13):
+    """OpenSpiel's goofspiel (C++): every player's card a uniform index into its legal actions; the chance node
+    (the point card turned up) likewise, its outcomes being uniform (checked on the first)."""
     import pyspiel
 
-    game = pyspiel.load_game("goofspiel")
-    rng = np.random.default_rng(0)
+    game = pyspiel.load_game("goofspiel", {"players": players, "num_cards": cards})
+    first = game.new_initial_state()
+    if first.is_chance_node() and len({p for _, p in first.chance_outcomes()}) != 1:
+        raise RuntimeError("goofspiel's chance outcomes are not uniform: draw them by their probabilities")
+    pick = UniformIndex()
+    seats = range(game.num_players())
 
     def play(i: int) -> int:
         state = game.new_initial_state()
         n = 0
         while not state.is_terminal():
             if state.is_chance_node():
-                outcomes, probs = zip(*state.chance_outcomes())
-                state.apply_action(outcomes[rng.choice(len(outcomes), p=probs)])
+                outcomes = state.chance_outcomes()
+                state.apply_action(outcomes[pick(len(outcomes))][0])
             else:
-                actions = [int(rng.choice(state.legal_actions(p))) for p in range(game.num_players())]
+                actions = []
+                for p in seats:
+                    legal = state.legal_actions(p)
+                    actions.append(legal[pick(len(legal))])
                 n += len(actions)
                 state.apply_actions(actions)
         return n
@@ -284,6 +333,78 @@ def selfplay_training(steps: int, **overrides) -> dict[str, float]:
     return {**run, "rows_per_s": run["decisions_per_s"], "decisions_per_s": run["decisions_per_s"] * share}
 
 
+@contextlib.contextmanager
+def busy_processes(n: int) -> Iterator[None]:
+    """``n`` busy processes (pure-Python loops) while the block runs: a machine that others share."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+
+
+TRAIN_ROWS = (
+    ("its league", "its league (snapshots and heuristics)"),
+    ("random league", "every opponent seat random"),
+    ("one thread", "its league, all on one thread"),
+)
+
+
+def first_edition(args: argparse.Namespace) -> dict[str, bool]:
+    """The rule options of ``--first-edition`` for the single-agent and vector envs."""
+    return {"first_edition": True} if args.first_edition else {}
+
+
+def figures(args: argparse.Namespace) -> dict[str, dict[str, dict[str, float]]]:
+    """Every figure the arguments ask for: ``play`` (random legal play: our envs and the reference games),
+    ``vector`` (learner steps of the single-agent and vector envs, in the first edition with ``--first-edition``),
+    ``train`` (``--train``'s four runs)."""
+    from pettingzoo.classic import connect_four_v3
+
+    import revolution_env
+    from revolution_env.engine import Rules
+
+    play: dict[str, dict[str, float]] = {}
+    for p in args.players:
+        play[f"revolution_v2 AEC, {p} players"] = measure(
+            aec_random_play(lambda p=p: revolution_env.env(players=p)), args.seconds
+        )
+        if args.engine:
+            play[f"revolution engine, {p} players"] = measure(engine_random_play(Rules(players=p)), args.seconds)
+    vector: dict[str, dict[str, float]] = {}
+    p, opponents = args.players[0], args.opponents
+    rules = first_edition(args)
+    o = opponents + (", first edition" if rules else "")
+    if args.vector:
+        vector[f"single-agent env, {p}p, {o}"] = measure(single_agent_random_play(p, opponents, **rules), args.seconds)
+        for n in args.vector:
+            vector[f"vector_env N={n}, {p}p, {o}"] = vector_random_play(p, n, args.seconds, opponents, **rules)
+        if args.tokens:
+            n = max(args.vector)
+            vector[f"vector_env N={n}, {p}p, {o}, tokens"] = vector_random_play(
+                p, n, args.seconds, opponents, "tokens", **rules
+            )
+    play["connect_four_v3 AEC"] = measure(aec_random_play(connect_four_v3.env, discrete=True), args.seconds)
+    try:
+        play[f"open_spiel goofspiel, 13 cards, {p}p"] = measure(goofspiel_random_play(p), args.seconds)
+    except ImportError:
+        print("(open_spiel not installed: pip install -e .[bench] to compare with goofspiel)")
+    train: dict[str, dict[str, float]] = {}
+    if args.train:
+        key = f"single-agent env, {p}p, random"
+        train["single-agent env"] = vector.get(key) if p == 3 else None
+        if train["single-agent env"] is None:
+            train["single-agent env"] = measure(single_agent_random_play(3), args.seconds)
+        train["its league"] = default_training(args.train)
+        train["random league"] = default_training(args.train, **RANDOM_LEAGUE)
+        train["one thread"] = default_training(args.train, True)
+        train["selfplay"] = selfplay_training(args.train)
+    return {"play": play, "vector": vector, "train": train}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=10.0, help="time per measurement")
@@ -313,112 +434,103 @@ def main() -> None:
         metavar="STEPS",
         help="also train the default config (configs/default.yaml, no evaluations) for STEPS learner steps three "
         "times: as configured, with every opponent seat random (the learner's own cost), and on one thread (the "
-        "run's work, which bounds what the cores can do); report their learner steps/s beside the single-agent "
-        "env's random play",
+        "run's work, which bounds what the cores can do), then once by pure self-play (selfplay: true); report "
+        "their learner steps/s beside the single-agent env's random play",
     )
     parser.add_argument(
         "--first-edition",
         action="store_true",
         help="with --vector, play the single-agent and vector envs in the first edition (Card space and deck)",
     )
+    parser.add_argument(
+        "--load",
+        type=int,
+        default=0,
+        metavar="N",
+        help="measure everything again beside N busy processes (pure-Python loops the script starts and stops) and "
+        "show both columns",
+    )
     args = parser.parse_args()
     if args.tokens and not args.vector:
         parser.error("--tokens measures the vector env: give --vector N ... too")
     if args.first_edition and not args.vector:
         parser.error("--first-edition measures the single-agent and vector envs: give --vector N ... too")
-    warnings.simplefilter("ignore")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if args.load < 0:
+        parser.error(f"--load: expected a number of busy processes (0 or more), got {args.load}")
+    from revolution_env.common.workers import check_thread_settings, usable_cores
 
-    from pettingzoo.classic import connect_four_v3
-
-    import revolution_env
-    from revolution_env.common.workers import usable_cores
-    from revolution_env.engine import Rules
-
-    results: dict[str, dict[str, float]] = {}
-    for p in args.players:
-        results[f"revolution_v2 AEC, {p} players"] = measure(
-            aec_random_play(lambda p=p: revolution_env.env(players=p)), args.seconds
-        )
-        if args.engine:
-            results[f"revolution engine, {p} players"] = measure(engine_random_play(Rules(players=p)), args.seconds)
-    vector: dict[str, dict[str, float]] = {}
-    rules = {"first_edition": True} if args.first_edition else {}
-    if args.vector:
-        p = args.players[0]
-        o = args.opponents + (", first edition" if args.first_edition else "")
-        vector[f"single-agent env, {p}p, {o}"] = measure(
-            single_agent_random_play(p, args.opponents, **rules), args.seconds
-        )
-        for n in args.vector:
-            vector[f"vector_env N={n}, {p}p, {o}"] = vector_random_play(p, n, args.seconds, args.opponents, **rules)
-        if args.tokens:
-            n = max(args.vector)
-            vector[f"vector_env N={n}, {p}p, {o}, tokens"] = vector_random_play(
-                p, n, args.seconds, args.opponents, "tokens", **rules
-            )
-        results.update(vector)
-    results["connect_four_v3 AEC"] = measure(aec_random_play(connect_four_v3.env), args.seconds)
     try:
-        results["open_spiel goofspiel"] = measure(goofspiel_random_play(), args.seconds)
-    except ImportError:
-        print("(open_spiel not installed: pip install -e .[bench] to compare with goofspiel)")
+        check_thread_settings()
+    except ValueError as exc:
+        parser.error(str(exc))
+    warnings.simplefilter("ignore")
 
-    print(f"random legal play, one core, {args.seconds:.0f} s each ({platform.processor() or platform.machine()})")
-    print(f"{'':40} {'decisions/s':>12} {'games/s':>9}  {'vs connect_four':>15} {'vs goofspiel':>12}")
-    c4 = results["connect_four_v3 AEC"]["decisions_per_s"]
-    goof = results.get("open_spiel goofspiel", {}).get("decisions_per_s")
-    for name, r in results.items():
-        ratio_c4 = r["decisions_per_s"] / c4
-        ratio_goof = f"{r['decisions_per_s'] / goof:12.2f}" if goof else f"{'-':>12}"
-        print(f"{name:40} {r['decisions_per_s']:12,.0f} {r['games_per_s']:9,.1f}  {ratio_c4:15.2f} {ratio_goof}")
+    quiet = figures(args)
+    loaded = None
+    if args.load:
+        with busy_processes(args.load):
+            loaded = figures(args)
+    beside = f"beside {args.load} busy" if args.load else ""
+
+    def extra(group: str, name: str, rate: float, figure: str = "decisions_per_s") -> str:
+        if loaded is None:
+            return ""
+        other = loaded[group][name][figure]
+        return f"  {other:12,.0f} {other / rate:6.2f}x"
+
+    extra_head = f"  {beside:>12} {'ratio':>7}" if loaded else ""
+    play, vector, train = quiet["play"], quiet["vector"], quiet["train"]
+    where = platform.processor() or platform.machine()
+    print(f"random legal play, one core, {args.seconds:.0f} s each ({where}; {usable_cores()} usable cores)")
+    print(f"{'':40} {'decisions/s':>12} {'games/s':>9}  {'vs connect_four':>15} {'vs goofspiel':>12}{extra_head}")
+    c4 = play["connect_four_v3 AEC"]["decisions_per_s"]
+    goof = next((r["decisions_per_s"] for name, r in play.items() if name.startswith("open_spiel")), None)
+    for group, rows in (("play", play), ("vector", vector)):
+        for name, r in rows.items():
+            rate = r["decisions_per_s"]
+            ratio_goof = f"{rate / goof:12.2f}" if goof else f"{'-':>12}"
+            print(f"{name:40} {rate:12,.0f} {r['games_per_s']:9,.1f}  {rate / c4:15.2f} {ratio_goof}"
+                  f"{extra(group, name, rate)}")  # fmt: skip
+    results = {**play, **vector}
     if vector:
         names = list(vector)
         scalar = vector[names[0]]["decisions_per_s"]
         print(f"\nlearner steps (one learner decision each; opponents {args.opponents}), ratio to the {names[0]}:")
-        print(f"{'':40} {'steps/s':>12} {'games/s':>9}  {'vs single-agent':>15} {'vs goofspiel':>12}")
+        print(f"{'':40} {'steps/s':>12} {'games/s':>9}  {'vs single-agent':>15} {'vs goofspiel':>12}{extra_head}")
         for name in names:
             r = vector[name]
-            ratio_goof = f"{r['decisions_per_s'] / goof:12.2f}" if goof else f"{'-':>12}"
-            print(
-                f"{name:40} {r['decisions_per_s']:12,.0f} {r['games_per_s']:9,.1f}  "
-                f"{r['decisions_per_s'] / scalar:15.1f} {ratio_goof}"
-            )
+            rate = r["decisions_per_s"]
+            ratio_goof = f"{rate / goof:12.2f}" if goof else f"{'-':>12}"
+            print(f"{name:40} {rate:12,.0f} {r['games_per_s']:9,.1f}  {rate / scalar:15.1f} {ratio_goof}"
+                  f"{extra('vector', name, rate)}")  # fmt: skip
         largest = max(args.vector)
-        memory = vector_memory(args.players[0], largest, **rules)
+        memory = vector_memory(args.players[0], largest, **first_edition(args))
         results[f"vector_env N={largest} memory"] = memory
         print(
             f"memory of {largest} games in flight (tracemalloc): {memory['current_bytes'] / 2**20:.1f} MiB held, "
             f"{memory['peak_bytes'] / 2**20:.1f} MiB at the peak of a step"
         )
-    if args.train:
-        p = 3
-        scalar = vector.get(f"single-agent env, {p}p, random") or measure(single_agent_random_play(p), args.seconds)
-        results["revolution train, configs/default.yaml"] = trained = default_training(args.train)
-        results["revolution train, configs/default.yaml, random league"] = bare = default_training(
-            args.train, **RANDOM_LEAGUE
-        )
-        results["revolution train, configs/default.yaml, one core"] = alone = default_training(args.train, True)
-        results["revolution train, configs/default.yaml, selfplay"] = pure = selfplay_training(args.train)
-        rate = scalar["decisions_per_s"]
+    if train:
+        rate = train["single-agent env"]["decisions_per_s"]
+        trained, bare, alone = train["its league"], train["random league"], train["one thread"]
         print(
             f"\nrevolution train on configs/default.yaml ({trained['steps']:,} PPO steps, no imitation or evaluations),"
             f" while it trains, ratio to the single-agent env's random play ({rate:,.0f} steps/s):"
         )
-        rows = (
-            ("its league (snapshots and heuristics)", trained),
-            ("every opponent seat random", bare),
-            ("its league, all on one thread", alone),
-        )
-        for name, r in rows:
+        for key, name in TRAIN_ROWS:
+            r = train[key]
+            results[f"revolution train, configs/default.yaml, {key}"] = r
             print(
                 f"  {name:38} {r['decisions_per_s']:8,.0f} learner steps/s  {r['decisions_per_s'] / rate:5.2f}x"
                 f"  ({r['seconds']:.1f} s; {r['other_seconds']:.1f} s of start-up and tear-down apart)"
+                f"{extra('train', key, r['decisions_per_s'])}"
             )
+        pure = results["revolution train, configs/default.yaml, selfplay"] = train["selfplay"]
         print(
             f"  {'pure self-play (every seat the learner)':38} {pure['rows_per_s']:8,.0f} learner steps/s  "
             f"{pure['rows_per_s'] / rate:5.2f}x  ({pure['seconds']:.1f} s; of which real decisions "
             f"{pure['decisions_per_s']:,.0f}/s, {pure['decisions_per_s'] / rate:.2f}x)"
+            f"{extra('train', 'selfplay', pure['rows_per_s'], 'rows_per_s')}"
         )
         cores = usable_cores()
         bound = cores * alone["decisions_per_s"]
@@ -427,6 +539,16 @@ def main() -> None:
             f"the run's work, {alone['seconds']:.1f} s on one thread, shared perfectly by {cores} cores: at most "
             f"{bound:,.0f} learner steps/s ({bound / rate:.2f}x)"
         )
+        if loaded is not None:
+            held = min(loaded["train"][k]["decisions_per_s"] / train[k]["decisions_per_s"] for k, _ in TRAIN_ROWS)
+            two, one = (loaded["train"][k]["decisions_per_s"] for k in ("its league", "one thread"))
+            print(
+                f"  {beside} processes: every run kept at least {held:.2f} of its rate alone (target 1/3: "
+                f"{'met' if held >= 1 / 3 else 'NOT met'}); its league on every core {two:,.0f} against "
+                f"{one:,.0f} on one thread (target: not below, {'met' if two >= one else 'NOT met'})"
+            )
+    if loaded is not None:
+        results[f"{beside} processes"] = {**loaded["play"], **loaded["vector"], **loaded["train"]}
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(results, fh, indent=2)

@@ -56,6 +56,29 @@ def test_a_bad_config_is_refused_before_any_training(tmp_path, text, words):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("name", ["REVOLUTION_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"])
+@pytest.mark.parametrize("value", ["two", "0", "-1", "1.5"])
+def test_a_thread_setting_that_is_not_a_positive_integer_is_one_line(name, value):
+    import os
+
+    proc = subprocess.run([sys.executable, "-m", "revolution_env", "random", "--quiet"], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120, env={**os.environ, name: value})  # fmt: skip
+    one_line_error(proc, f"{name}: expected a positive integer (a number of threads), got {value!r}")
+
+
+def test_a_bad_thread_setting_is_named_by_the_vector_env_and_the_training_config(monkeypatch):
+    from revolution_training.config import TrainConfig
+
+    import revolution_env
+
+    monkeypatch.setenv("REVOLUTION_THREADS", "all")
+    with pytest.raises(ValueError, match="REVOLUTION_THREADS: expected a positive integer"):
+        revolution_env.vector_env(2, opponents="random")
+    monkeypatch.setenv("MKL_NUM_THREADS", "0")
+    with pytest.raises(ValueError, match="MKL_NUM_THREADS: expected a positive integer"):
+        TrainConfig().update_threads()
+
+
 def test_main_refuses_nonsense_counts_at_parse_time():
     for args in (["--steps", "0"], ["--steps", "-5"], ["--games", "-1"], ["--games", "many"]):
         proc = revolution("main", *args)

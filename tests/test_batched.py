@@ -5,12 +5,10 @@ masks against ``ObservationLayout.build`` and ``Codec.mask`` for every seat; exp
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from plain_python import run_without_numba
 
 from revolution_env.engine.batched import BatchedGame
 from revolution_env.engine.components import BOARDS_DIR, GOLD
@@ -199,8 +197,4 @@ def test_plain_python_fallback_gives_the_same_games() -> None:
         "play_both(VARIANTS['4 players'], n=3, seed=5, check_views=False)\n"
         "play_both(VARIANTS['first edition, 3 players'], n=2, seed=5, check_views=True)\n"
     )
-    env = dict(os.environ, REVOLUTION_NO_NUMBA="1")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
+    run_without_numba(code)

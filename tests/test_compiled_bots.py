@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 import time
 
 import numpy as np
 import pytest
+from plain_python import run_without_numba
 
 import revolution_env
 from revolution_env.agents import compiled
@@ -42,9 +44,10 @@ def built():
     )  # in this process (or waits for a background build): the comparisons need the compiled code
 
 
-def play_both(options: dict, games: int) -> tuple[int, dict[int, int]]:
+def play_both(options: dict, games: int, plain: bool = False) -> tuple[int, dict[int, int]]:
     """Whole games in which each seat's bot decides twice, compiled and reference, from the same generator state;
-    the reference's action is played. Returns the decisions compared and how many of each kind."""
+    the reference's action is played. Returns the decisions compared and how many of each kind. ``plain``: call
+    the compiled module's code directly, as it runs without Numba (the bots themselves then play the reference)."""
     names = ["value", "bargain", "area"]
     players = options["players"]
     decisions, kinds = 0, {}
@@ -57,7 +60,7 @@ def play_both(options: dict, games: int) -> tuple[int, dict[int, int]]:
             fast[i].reset(10 * g + i)
             slow[i].reset(10 * g + i)
             slow[i].compiled = False
-            assert fast[i].compiled
+            assert fast[i].compiled or plain
         for agent in env.agent_iter():
             obs, _, term, trunc, info = env.last()
             if term or trunc:
@@ -65,7 +68,11 @@ def play_both(options: dict, games: int) -> tuple[int, dict[int, int]]:
                 continue
             i = int(agent.split("_")[1])
             expected = slow[i].act(obs, info)
-            got = fast[i].act(obs, info)
+            if plain:
+                actions, fallbacks = compiled.decide(fast[i], obs["observation"][None], obs["action_mask"][None])
+                got, fast[i].fallbacks = actions[0], fast[i].fallbacks + fallbacks
+            else:
+                got = fast[i].act(obs, info)
             where = f"{options}, game {g}, {agent}, {slow[i].name}, {info['decision']!s}"
             assert np.array_equal(got, expected), where
             assert fast[i].rng.bit_generator.state == slow[i].rng.bit_generator.state, where
@@ -110,6 +117,22 @@ def test_a_batch_is_the_rows_in_turn(built):
         )
         assert np.array_equal(batch, singles), name
         assert one.rng.bit_generator.state == many.rng.bit_generator.state
+
+
+def test_without_numba_the_compiled_code_runs_as_plain_python_and_decides_as_the_reference():
+    """REVOLUTION_NO_NUMBA=1 (a fresh interpreter): the same functions as plain Python, the same decisions and draws
+    (NumPy's Generator.binomial refuses a probability a hair above 1, and NumPy adds two bools as "or")."""
+    code = (
+        "from tests.test_compiled_bots import play_both, VARIANTS\n"
+        "from revolution_env.agents.compiled import COMPILED\n"
+        "assert not COMPILED\n"
+        "kinds = {}\n"
+        "for options, _ in VARIANTS[:3] + VARIANTS[-2:]:\n"
+        "    for kind, n in play_both(options, 1, plain=True)[1].items():\n"
+        "        kinds[kind] = kinds.get(kind, 0) + n\n"
+        "assert set(kinds) >= {1, 2, 3, 4, 5, 6}, kinds\n"
+    )
+    run_without_numba(code)
 
 
 def test_a_bot_that_decides_otherwise_plays_its_own_code():
@@ -178,6 +201,70 @@ def test_the_bots_play_the_reference_until_the_background_build_is_done(monkeypa
     assert compiled._Build.state == "ready"
 
 
+class EndingBuild:
+    """A stand-in for the background build's process: ends (exit 0) after ``polls`` polls; counts its reaping."""
+
+    polls = 3
+    reaped = 0
+
+    def __init__(self, args, **kwargs):
+        self.left = EndingBuild.polls
+
+    def poll(self):
+        self.left -= 1
+        if self.left > 0:
+            return None
+        EndingBuild.reaped += 1
+        return 0
+
+
+def _fake_build(monkeypatch, tmp_path, cached):
+    monkeypatch.setattr(compiled, "_Build", type("B", (), {**vars(compiled._Build), "state": "unknown", "proc": None}))
+    monkeypatch.setattr(compiled, "_cache_folder", lambda: tmp_path)
+    monkeypatch.setattr(compiled, "_in_cache", lambda signature: cached["yes"])
+    monkeypatch.setattr(compiled.subprocess, "Popen", EndingBuild)
+    monkeypatch.setattr(compiled, "_loaded", lambda: False)
+    EndingBuild.reaped = 0
+
+
+@needs_numba
+def test_the_background_build_is_reaped_when_it_ends_though_the_cache_says_so_first(monkeypatch, tmp_path):
+    """A `[python3] <defunct>` build stayed for the whole of a run: the cache held the bots before anybody polled
+    the finished process, so nobody did."""
+    cached = {"yes": False}
+    _fake_build(monkeypatch, tmp_path, cached)
+    bot = ValueBot(players=3)
+    compiled._Build.next_check = 0.0
+    assert not compiled.ready(bot)  # the build starts
+    build = compiled._Build.proc
+    build.left = 1  # it has ended, and filled the cache
+    cached["yes"] = True
+    compiled._Build.next_check = 0.0
+    assert compiled.ready(bot)
+    assert compiled._Build.proc is None and EndingBuild.reaped == 1
+
+
+@needs_numba
+def test_waiting_for_the_bots_reports_progress_until_the_build_is_done(monkeypatch, tmp_path):
+    cached = {"yes": False}
+    _fake_build(monkeypatch, tmp_path, cached)
+    EndingBuild.polls = 8
+    monkeypatch.setattr(EndingBuild, "poll", lambda self: _poll_and_cache(self, cached))
+    lines: list[str] = []
+    assert compiled.wait_until_ready(ValueBot(players=3), lines.append, every=0.3)
+    assert lines[0].startswith("compiling the heuristic bots into Numba's cache")
+    assert any("still compiling" in line for line in lines[1:-1]) and lines[-1].startswith("compiled the heuristic")
+    assert compiled._Build.proc is None and compiled._Build.state == "ready"
+
+
+def _poll_and_cache(build, cached):
+    build.left -= 1
+    if build.left > 0:
+        return None
+    cached["yes"] = True
+    return 0
+
+
 @needs_numba
 def test_a_build_that_cannot_cache_leaves_the_reference_playing_with_a_warning(monkeypatch, tmp_path):
     class DoneBuild:
@@ -205,3 +292,19 @@ def test_a_build_that_cannot_cache_leaves_the_reference_playing_with_a_warning(m
     twin = copy.deepcopy(bot)
     twin.compiled = False
     assert np.array_equal(bot.act(obs, info), twin.act(obs, info))  # the reference, quietly
+
+
+@needs_numba
+def test_sigterm_stops_the_background_build_at_once(tmp_path):
+    """Ctrl-C and SIGTERM wait for a compilation to end (common.jit), but not in the build process, which only
+    compiles: stopped there, it leaves nothing half-built that would run."""
+    import signal
+    import subprocess
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "revolution_env.agents.build_bots"], env=env)
+    time.sleep(4.0)  # importing, then compiling (about a minute)
+    proc.send_signal(signal.SIGTERM)
+    start = time.monotonic()
+    assert proc.wait(timeout=60) == -signal.SIGTERM
+    assert time.monotonic() - start < 5.0

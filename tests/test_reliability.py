@@ -507,3 +507,49 @@ def test_the_terminal_game_through_a_pty_survives_hostile_typing():
 def test_ctrl_c_and_ctrl_d_at_a_prompt_stop_the_game_cleanly(key, status, words):
     code, screen = play_in_pty(["--seed", "1"], lambda shown, prompt: key)
     assert code == status and words in screen and "Traceback" not in screen, screen[-2000:]
+
+
+def test_a_signal_waits_for_the_end_of_a_deferred_block():
+    from revolution_env.common.workers import stop_signals_deferred
+
+    reached = False
+    with pytest.raises(KeyboardInterrupt), stop_signals_deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # Python runs a signal's handler at the next instruction: it would raise here
+        reached = True
+    assert reached
+
+
+COMPILING = """
+import sys, time
+from revolution_env.common.jit import jit
+
+@jit
+def work(n):
+    total = 0.0
+    for i in range(n):
+        total += (i % 7) * 0.5
+    return total
+
+print("compiling", flush=True)
+try:
+    work(10)
+    time.sleep(30)
+except KeyboardInterrupt:
+    print("interrupted; compiled:", len(work.signatures), flush=True)
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_while_numba_compiles_lands_after_the_compilation(tmp_path):
+    """Ctrl-C inside Numba's compiler left half-built machine code that a later call ran (a SIGSEGV on a fresh
+    clone, where the first run compiles everything): it now waits for the compilation to end."""
+    script = tmp_path / "compiling.py"
+    script.write_text(COMPILING, encoding="utf-8")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(Path(__file__).parent.parent)}
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline().strip() == "compiling"
+    time.sleep(0.2)  # a first compilation takes a second or more
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and out.strip() == "interrupted; compiled: 1", out

@@ -517,6 +517,27 @@ def test_updates_take_torch_threads_and_rollouts_one(tmp_path, monkeypatch):
     assert TrainConfig().update_threads() >= 1 and TrainConfig(torch_threads=2).update_threads() == 2
 
 
+def test_updates_take_one_thread_unless_the_user_chose_torchs_threads(monkeypatch):
+    """Torch's spinning OpenMP threads collapse PPO's updates beside another busy process (TrainConfig.torch_threads
+    says by how much): the updates take one thread, unless the user gave torch its threads, by the environment or
+    by ``torch.set_num_threads`` before the run."""
+    from revolution_env.common.workers import usable_cores
+
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(usable_cores())  # torch's own default
+        assert TrainConfig().update_threads() == 1
+        torch.set_num_threads(usable_cores() + 2)
+        assert TrainConfig().update_threads() == usable_cores() + 2
+        torch.set_num_threads(usable_cores())
+        monkeypatch.setenv("OMP_NUM_THREADS", str(usable_cores()))
+        assert TrainConfig().update_threads() == usable_cores()
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize(("best_by", "expected"), [("mean", 192), ("worst", 128)])
 def test_best_pt_keeps_the_evaluation_best_by_mean_or_worst(tmp_path, monkeypatch, best_by, expected):
     import revolution_training.train as train_module
@@ -838,6 +859,27 @@ def _masked_sample(mask: np.ndarray, nvec: np.ndarray) -> np.ndarray:
     from revolution_env import MaskedMultiDiscrete
 
     return MaskedMultiDiscrete(nvec).sample(mask.astype(np.int8))
+
+
+def test_the_imitation_s_recording_shows_its_progress_in_lines_off_a_terminal(capsys):
+    """Nothing was printed between "imitating value: recording 20,000 of its decisions ..." and its end: off a
+    terminal, a line at every tenth of the way (on one, a bar; from Python, nothing unless asked)."""
+    from revolution_training.pretrain import Progress
+
+    shown = Progress(1000, "recording value", False)
+    for done in (5, 120, 130, 550, 1000, 1200):
+        shown(done)
+    shown.close()
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.rsplit(",", 1)[0].strip() for line in lines] == [
+        "recording value: 120 of 1,000 decisions",
+        "recording value: 550 of 1,000 decisions",
+        "recording value: 1,000 of 1,000 decisions",
+    ]
+    quiet = Progress(1000, "recording value", None)
+    quiet(1000)
+    quiet.close()
+    assert capsys.readouterr().out == ""
 
 
 # --- pure self-play ----------------------------------------------------------------------------------------------

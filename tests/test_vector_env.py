@@ -549,6 +549,53 @@ def test_the_benchmark_plays_both_action_modes():
         assert refused.returncode == 2 and "give --vector" in refused.stderr, flag
 
 
+def _benchmark_module():
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "benchmark.py"
+    spec = importlib.util.spec_from_file_location("benchmark", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_the_benchmark_draws_every_game_s_moves_as_uniform_indices():
+    """The reference games and ours draw alike (benchmark.py's docstring): uniform indices into the legal actions;
+    goofspiel with 13 cards and 3 players makes 12 decisions per player and game (OpenSpiel plays the last card)."""
+    bench = _benchmark_module()
+    pick = bench.UniformIndex(seed=1)
+    counts = np.bincount([pick(5) for _ in range(50_000)], minlength=5)
+    assert len(counts) == 5 and counts.min() > 9_500 and counts.max() < 10_500
+    from pettingzoo.classic import connect_four_v3
+
+    assert bench.aec_random_play(connect_four_v3.env, discrete=True)(0) >= 7
+    pytest.importorskip("pyspiel")
+    assert bench.goofspiel_random_play(3)(0) == 36
+
+
+def test_the_benchmark_s_busy_processes_run_only_while_it_measures():
+    import os
+
+    bench = _benchmark_module()
+
+    def children() -> set[str]:
+        return {p for p in os.listdir("/proc") if p.isdigit() and _parent(p) == os.getpid()}
+
+    before = children()
+    with bench.busy_processes(2):
+        busy = children() - before
+        assert len(busy) == 2
+    assert not busy & children()
+
+
+def _parent(pid: str) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
 def test_the_benchmark_trains_the_default_config_and_its_random_league(monkeypatch):
     """scripts/benchmark.py --train's three runs (a smoke test, no timing): the default config's league, every seat
     random, and all on one thread; each with its rate while it trains and the rest of the run apart."""

@@ -122,10 +122,13 @@ class TrainConfig:
     device: str = "cpu"
     """Torch device for training (``cpu``, ``cuda``, ``auto``); opponents and checkpoints always run on the CPU."""
     torch_threads: int | None = None
-    """Torch CPU threads of PPO's updates (and of the imitation); None: every core this process may use. The
-    rollouts' forward passes run on one thread whatever this is, as the opponents' threads need the cores then
-    (torch's idle threads spin for a while after each operation). The updates' sums depend on the thread count:
-    set it for weights that are the same bit for bit on a machine with other cores."""
+    """Torch CPU threads of PPO's updates (and of the imitation); None: the user's own choice for torch where there
+    is one (``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, or ``torch.set_num_threads`` before the run), else one. A
+    minibatch of this network is thousands of small operations, each an OpenMP region whose threads spin at its
+    end until all have finished: on two quiet cores two threads are about 10% faster than one, but beside one
+    busy process the thread that waits spins while the other waits for a core, and an update took 480 ms instead
+    of 6 (``scripts/benchmark.py --train ... --load 1``). The rollouts' forward passes run on one thread whatever
+    this is (the opponents' threads need the cores then). The updates' sums depend on the thread count."""
 
     # --- the league ----------------------------------------------------------------------------------------------
     selfplay: bool = False
@@ -227,10 +230,17 @@ class TrainConfig:
         return "vector" if self.env_backend == "auto" else self.env_backend
 
     def update_threads(self) -> int:
-        """Torch threads for PPO's updates (``torch_threads``, None decided)."""
-        from revolution_env.common.workers import usable_cores
+        """Torch threads for PPO's updates (``torch_threads``, None decided as its docstring says: call it before
+        the run changes torch's threads)."""
+        if self.torch_threads:
+            return self.torch_threads
+        import torch
 
-        return self.torch_threads or usable_cores()
+        from revolution_env.common.workers import thread_setting, usable_cores
+
+        now = torch.get_num_threads()  # torch's default is one thread per usable core
+        chosen = thread_setting("OMP_NUM_THREADS") or thread_setting("MKL_NUM_THREADS") or now != usable_cores()
+        return now if chosen else 1
 
     def baselines(self) -> list[str]:
         return list(self.eval_opponents if self.eval_opponents is not None else self.heuristics)

@@ -20,6 +20,7 @@ holds its share of ``steps``.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,7 @@ import torch.nn.functional as F
 from revolution_training.config import TrainConfig
 from revolution_training.league import LeagueReader
 from revolution_training.selfplay import make_selfplay_env
+from tqdm import tqdm
 
 from revolution_env import Decision
 from revolution_env.agents.base import act_batch
@@ -62,9 +64,37 @@ class Demonstrations:
         )
 
 
-def collect(config: TrainConfig, steps: int, seed: int) -> Demonstrations:
+class Progress:
+    """How many of ``total`` decisions are recorded: a bar on a terminal (``bar`` True), a line at every tenth of
+    the way otherwise (False), nothing (None)."""
+
+    def __init__(self, total: int, label: str, bar: bool | None) -> None:
+        self.total, self.label, self.done = total, label, 0
+        self.start = time.monotonic()
+        self.next = total / 10
+        self.bar = tqdm(total=total, desc=label, unit=" decisions", dynamic_ncols=True) if bar else None
+        self.lines = bar is False
+
+    def __call__(self, done: int) -> None:
+        done = min(done, self.total)
+        if self.bar is not None:
+            self.bar.update(done - self.done)
+        elif self.lines and done >= self.next:
+            print(f"  {self.label}: {done:,} of {self.total:,} decisions, {time.monotonic() - self.start:.0f} s",
+                  flush=True)  # fmt: skip
+            while self.next <= done:
+                self.next += self.total / 10
+        self.done = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def collect(config: TrainConfig, steps: int, seed: int, progress: bool | None = None) -> Demonstrations:
     """At least ``steps`` decisions of ``config.pretrain_teacher`` in the learner's seat (whole games), from
-    ``config.n_envs`` games at once (the module's docstring says how)."""
+    ``config.n_envs`` games at once (the module's docstring says how); ``progress`` as :class:`Progress` has it
+    (the batched engine's collection; the subprocess backend's workers say nothing)."""
     try:
         teacher = load_agent(str(config.pretrain_teacher), **config.env_options())  # a bad spec fails here
     except ValueError as exc:
@@ -72,7 +102,7 @@ def collect(config: TrainConfig, steps: int, seed: int) -> Demonstrations:
     workers = max(1, min(config.n_envs, steps))
     shares = [steps // workers + (i < steps % workers) for i in range(workers)]
     if config.backend() == "vector":
-        return _collect_batched(config, teacher, shares, seed)
+        return _collect_batched(config, teacher, shares, seed, progress)
     jobs = [(config, share, (seed, i)) for i, share in enumerate(shares)]
     if workers == 1:
         return _collect(*jobs[0])
@@ -89,7 +119,9 @@ def _discounted(rewards: list[float], gamma: float) -> list[float]:
     return tail[::-1]
 
 
-def _collect_batched(config: TrainConfig, teacher: Any, shares: list[int], seed: int) -> Demonstrations:
+def _collect_batched(
+    config: TrainConfig, teacher: Any, shares: list[int], seed: int, progress: bool | None = None
+) -> Demonstrations:
     """The teacher in the learner's seat of ``len(shares)`` games at once (``vector_env``, opponents drawn from
     ``heuristics``); game ``i`` of the batch records whole games until it holds ``shares[i]`` decisions, then
     plays on unrecorded until every game is done."""
@@ -108,6 +140,7 @@ def _collect_batched(config: TrainConfig, teacher: Any, shares: list[int], seed:
     returns: list[float] = []
     held = [0] * n
     queued: list[list[int]] = [[] for _ in range(n)]  # the token mode: the teacher's decision, token by token
+    shown = Progress(sum(shares), f"recording {config.pretrain_teacher}", progress)
     while min(h - s for h, s in zip(held, shares)) < 0:
         masks = env.action_masks()
         if env.tokens:
@@ -126,6 +159,8 @@ def _collect_batched(config: TrainConfig, teacher: Any, shares: list[int], seed:
                 returns += _discounted([r[4] for r in current[i]], config.gamma)
                 held[i] += len(current[i])
             current[i] = []
+        shown(sum(min(h + len(c), s) for h, c, s in zip(held, current, shares)))  # games in flight count too
+    shown.close()
     env.close()
     steps = [row for game in done for row in game]
     return Demonstrations(

@@ -338,12 +338,48 @@ def _origin(config: TrainConfig, step: int, wall_time: float, origin: dict[str, 
     return {"path": str(config.init_from), "step": int(step), "wall_time": float(wall_time), "origin": origin}
 
 
-def imitate(model: MaskablePPO, config: TrainConfig) -> float:
-    """Behaviour cloning of ``pretrain_teacher`` before PPO (``revolution_training.pretrain``); returns the seconds spent."""
+def compile_ahead(config: TrainConfig) -> None:
+    """Numba's machine code for this run before its first decision, where the cache lacks it (a fresh clone): the
+    heuristic bots in a background process (about a minute of one core) while this process compiles the batched
+    engine by playing a few random games (about 15 s), then a wait for the bots with a line of progress. Without
+    it the imitation's first minute ran the bots' NumPy reference, five to fifty times slower."""
+    from revolution_env.agents.compiled import COMPILED, COMPILING, STYLES, ready, wait_until_ready
+    from revolution_env.agents.loading import load_agent
+
+    specs = [config.pretrain_teacher, *config.heuristics, *config.baselines(), config.eval_fill]
+    if not COMPILED or not any(style in str(spec) for spec in specs if spec for style in STYLES):
+        return
+    bot = load_agent("value", **config.env_options())
+    if ready(bot):
+        return
+    print(f"{COMPILING}, in the background ...", flush=True)
+    start = time.monotonic()
+    if config.backend() == "vector":
+        _play_random_games(config)
+        if time.monotonic() - start > 2.0:
+            print(f"  ... and the batched engine, here, in {time.monotonic() - start:.0f} s", flush=True)
+    wait_until_ready(bot, since=start)
+
+
+def _play_random_games(config: TrainConfig, games: int = 16, steps: int = 150) -> None:
+    """A few random games on the batched engine, so that Numba compiles (or loads) its loops now."""
+    from revolution_env import MaskedMultiDiscrete, vector_env
+
+    env = vector_env(games, opponents="random", keep_finished=0, **config.env_options())
+    space = MaskedMultiDiscrete(env.codec.nvec, seed=config.seed)
+    env.reset(seed=config.seed)
+    for _ in range(steps):
+        env.step(np.stack([space.sample(mask) for mask in env.action_masks().view(np.int8)]))
+    env.close()
+
+
+def imitate(model: MaskablePPO, config: TrainConfig, threads: int = 1, progress: bool | None = None) -> float:
+    """Behaviour cloning of ``pretrain_teacher`` before PPO (``revolution_training.pretrain``), fitted on torch
+    ``threads``, the recording's ``progress`` shown as ``pretrain.Progress`` has it; returns the seconds spent."""
     start = time.time()
     print(f"imitating {config.pretrain_teacher}: recording {config.pretrain_steps:,} of its decisions ...", flush=True)
-    demos = collect(config, config.pretrain_steps, config.seed)
-    with torch_threads(config.update_threads()):
+    demos = collect(config, config.pretrain_steps, config.seed, progress)
+    with torch_threads(threads):
         report = clone(model, demos, config)
     for key, value in report.items():
         model.logger.record(f"pretrain/{key}", value)
@@ -409,9 +445,10 @@ class RunState:
 class SelfPlayCallback(BaseCallback):
     """Adds snapshots to the league, evaluates, saves, logs custom scalars, and stops when asked to."""
 
-    def __init__(self, config: TrainConfig, out: Path, league: League, run: RunState) -> None:
+    def __init__(self, config: TrainConfig, out: Path, league: League, run: RunState, threads: int = 1) -> None:
         super().__init__()
         self.config, self.out, self.league, self.run = config, out, league, run
+        self.threads = threads  # torch's, for PPO's updates (TrainConfig.update_threads)
         self.stop_requested = False
         self.stop_signal: int | None = None
         self.wins: deque[float] = deque(maxlen=100)
@@ -457,7 +494,7 @@ class SelfPlayCallback(BaseCallback):
         torch.set_num_threads(1)  # the rollout's forward passes: one thread, the opponents' threads take the cores
 
     def _on_rollout_end(self) -> None:
-        torch.set_num_threads(self.config.update_threads())  # PPO's update, next
+        torch.set_num_threads(self.threads)  # PPO's update, next
         now, step = time.time(), self.model.num_timesteps
         then, before = self._window
         if now > then:
@@ -501,7 +538,7 @@ class SelfPlayCallback(BaseCallback):
             result = train_best_response(str(target), steps=config.exploiter_steps, out=folder / "run", seed=config.seed + step,
                              eval_games=games, final_games=games, n_envs=config.n_envs, n_steps=config.n_steps,
                              batch_size=config.batch_size, net_arch=list(config.net_arch), device=config.device,
-                             torch_threads=config.torch_threads, env_backend=config.env_backend)  # fmt: skip
+                             torch_threads=self.threads, env_backend=config.env_backend)  # fmt: skip
         except KeyboardInterrupt as exc:  # the exploiter's run took the signal (it saved, but is dropped)
             shutil.rmtree(folder, ignore_errors=True)
             self.stop_requested = True
@@ -655,7 +692,8 @@ def train(
         if run.step >= config.total_steps:  # nothing left to train
             return TrainResult(run.step, False, 0.0, run.best_win_rate, out, best_by=config.best_by)
 
-    with torch_threads(1):  # the rollouts; PPO's updates take config.update_threads() (SelfPlayCallback)
+    threads = config.update_threads()  # before the run sets torch's threads: a user's setting is kept
+    with torch_threads(1):  # the rollouts; PPO's updates take `threads` (SelfPlayCallback)
         venv = None
         try:
             venv = make_vec_env(config, out / "league")
@@ -670,11 +708,12 @@ def train(
                 model.num_timesteps = int(state["step"])
                 model.set_random_seed(config.seed + state["step"])  # fresh games, not a replay of the first ones
             model.set_logger(configure(str(out / "tb"), ["tensorboard"]))
+            compile_ahead(config)
             if state is None and config.pretrain_teacher:
-                run.wall_time += imitate(model, config)
+                run.wall_time += imitate(model, config, threads, progress)
             if state is None and (magnet := fix_magnet(model, config)):
                 print(f"magnet: {magnet}")
-            callback = SelfPlayCallback(config, out, league, run)
+            callback = SelfPlayCallback(config, out, league, run, threads)
             callback.init_callback(model)  # learn() does it too, but a run already at total_steps never calls learn()
             if state is None and config.pretrain_teacher:  # the run's start, to compare its bot with (imitation.pt)
                 save_checkpoint(callback.checkpoint(), out / IMITATION)

@@ -9,9 +9,11 @@ from pathlib import Path
 
 from revolution_env.agents.compiled import build
 from revolution_env.agents.heuristics import ValueBot
+from revolution_env.common import jit
 
 
 def main(argv: list[str]) -> int:
+    jit.DEFER_SIGNALS = False  # SIGTERM stops a build at once (it compiles for a minute and runs nothing after)
     lock = Path(argv[argv.index("--lock") + 1]) if "--lock" in argv else None
     build(ValueBot(players=3), lock=lock)
     return 0

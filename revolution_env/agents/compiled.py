@@ -1,16 +1,39 @@
-"""The heuristic bots compiled: the same decisions as :mod:`.heuristics`, five to fifty times sooner.
+"""The heuristic bots compiled: the same decisions as :mod:`.heuristics`, as loops that Numba compiles.
 
-:mod:`.heuristics` and :mod:`.appraisal` are the reference, written with NumPy over small arrays: a decision of
-``value`` makes some two thousand NumPy calls of a few microseconds each (about 1.3 ms a decision; compiled, a
-bid takes 0.15 to 0.25 ms, most of it drawing the opponents' likely bids, a Spy or Apothecary choice 5 to 30 us).
-This module is the same computation as
-loops that Numba compiles (:mod:`revolution_env.common.jit`): one function per method of the reference, in the same
-order, drawing the same random numbers from the bot's own ``numpy.random.Generator`` (Numba reads and advances
-its state), so that for the same observation and the same generator state both give the same action and leave
-the generator in the same state. ``tests/test_compiled_bots.py`` holds them to it over thousands of decisions of
-every variant.
+:mod:`.heuristics` and :mod:`.appraisal` are the reference, written with NumPy over small arrays; a decision makes
+thousands of NumPy calls on arrays of a few elements, where each call costs more than its arithmetic. This module
+is the same computation as loops for Numba (:mod:`revolution_env.common.jit`), drawing the same random numbers from
+the bot's own ``numpy.random.Generator`` (Numba reads and advances its state), so that for the same observation and
+the same generator state both give the same action and leave the generator in the same state.
+``tests/test_compiled_bots.py`` holds them to it over thousands of decisions of every variant. Where Numba is
+missing the bots play the reference (``HeuristicBot.act``); the functions here still run as plain Python.
 
-What makes it exact rather than close:
+Each function mirrors one piece of the reference, in the reference's order, under the reference's name where it
+can be; the named tuples that carry the numbers and arrays between them keep the reference's names too
+(``t.spy``, ``view.free``, ``pos.movable``, ``model.guy_risk``):
+
+- :class:`Tables`, :class:`FeatureStarts`, :class:`Judgement`, :class:`Bot` (built by :func:`tables` and
+  :func:`params`): ``appraisal.Tables`` with the action codec's layout, where the observation's features start,
+  ``appraisal.Judgement``, and the bot's own attributes;
+- :func:`_view` -> :class:`View`: ``ObservationLayout.decode`` -> ``ObservationView``;
+- :func:`_position` -> :class:`Position`: ``appraisal.Position``, with its methods ``_rounds_left``, ``_points``,
+  ``margins`` (:func:`_margins`), ``gain``, ``gains``, ``removal``, ``character_deltas``, ``_best_spies``,
+  ``_best_swaps`` and ``card_value`` under the same names (:func:`_special_deltas`: the Spy's and the
+  Apothecary's rows of ``character_deltas``), ``spy_options`` and ``swap_options`` one element at a time
+  (:func:`_spy_may_replace`, :func:`_may_swap`, :func:`_swap_change`), and ``appraisal.token_worth``;
+- :func:`_bid_model` -> :class:`BidModel`: ``heuristics.BidModel`` (:func:`_interest_model`: with
+  ``mirror=0.0``), its loop over the rivals in :func:`_rival_bids` and the rest in
+  :func:`_model_from_rival_bids`; ``_sample`` and ``_clumping`` under the same names; ``values`` one target at a
+  time (:func:`_bid_worth`); :func:`_with_guy_terms` sets the two-player terms that the styles set afterwards;
+- ``heuristics.plan_bid``, ``_room``, ``_improve_once``: under the same names;
+- ``ValueBot.bid`` (with ``_two_player``), ``BargainBot.bid`` (``_prices``, ``_room``), ``AreaBot.bid``:
+  :func:`_value_bot_bid` (:func:`_two_player`), :func:`_bargain_bot_bid` (:func:`_prices`,
+  :func:`_bargain_room`), :func:`_area_bot_bid`;
+- ``HeuristicBot.cube`` and ``HeuristicBot.guy`` (``_guy_options``, ``_guy_open``): under the same names;
+  ``HeuristicBot.act_reference``, row after row: :func:`_decide_many` (called by :func:`decide`).
+
+Where the reference works on whole arrays at once (every sample, every swap), the loops here visit the same
+elements in the same order and keep what NumPy would pick. What makes it exact rather than close:
 
 - the random draws: Numba's ``Generator.random``, ``binomial`` and ``standard_gamma`` are NumPy's algorithms;
   ``multinomial`` (sequential binomials), ``dirichlet`` (gamma variates, or stick-breaking with beta variates
@@ -23,15 +46,27 @@ What makes it exact rather than close:
 
 What can still differ is the last bit of a transcendental function (NumPy may use its own SIMD ``log`` and
 ``pow``, Numba the C library's): a decision changes only where two options are that close to a tie, which the
-tests have not met. Where Numba is missing the bots run the NumPy reference (``HeuristicBot.act``); this module
-then is not used.
+tests have not met.
+
+Three things about Numba shape how the values travel. It compiles a function again for each new type of its
+arguments, and a literal number passed as an argument is a type of its own: so the observer's seat travels as the
+field ``View.me`` and the level-one planner's settings as fields of :class:`Bot`, not as the literals ``0`` and
+``5``. And it reads the types of a call's arguments from Python quickly for plain tuples, slowly for named ones:
+so :func:`decide` passes the bot's named tuples as plain ones and :func:`_decide_many` names them again. And a
+compiled function counts a reference to every array of a tuple it is given, and gives it back once the tuple is
+last used: where that is in the function's first lines, Numba cancels the pairs of the arrays it does not use;
+where it is further down, every call pays for all of them (``_bid_worth``, called thousands of times a bid, took
+several times longer so). So every function reads the fields it needs into locals at its top, and uses the tuple
+no more except to hand it on.
 
 **Compiling without waiting.** Compiling this module takes about 50 s of one core, once per machine: Numba keeps
 the machine code in its cache. Since both versions decide alike, nobody waits for it: the first decision of a
 process that finds the cache empty starts one background process that compiles and fills it
 (``python -m revolution_env.agents.build_bots``, a lock file in the cache folder keeps sibling processes from
-starting their own), and the bots play the NumPy reference until it is done (:func:`ready`). :func:`build`
-compiles in the calling process instead.
+starting their own), and the bots play the NumPy reference until it is done (:func:`ready`). A caller that is
+about to make thousands of decisions (training's imitation: a minute of them on the reference costs several of
+compiling) waits for it instead, with progress (:func:`wait_until_ready`); :func:`build` compiles in the calling
+process.
 """
 
 from __future__ import annotations
@@ -44,7 +79,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -54,21 +89,175 @@ from revolution_env.engine.game import MAX_GUY_BIDS
 from revolution_env.engine.kernels import BLACKMAIL, FORCE, GOLD, K_APO1, K_BID, K_GUY, K_NONE, K_REMOVE, K_SPY  # ints
 
 NEG = -np.inf
-
-# cfg: the variant (ints)
-(S_, P_, PUPPET, A_, T_, C_, SPY, APO, CARD, SCHEMING, BONUS_ON, REFUNDS, MAX_CHARS, CARD_MAX_GOLD, RADIX,
- N_CARDS, CHOICES, DIMS, PRINTER, N_CFG) = range(20)  # fmt: skip
-# F: where the observation's features start
-(F_ROUND, F_ROUNDS_LEFT, F_DECISION, F_FOR_PUPPET, F_TOKENS, F_SUPPORT, F_SUPPLY, F_BANK, F_CUBES, F_BIDS, F_FREE,
- F_APO_FIRST, F_SCHEMING_GOLD, F_GUY_BIDS, F_DECK_LEFT, N_F) = range(16)  # fmt: skip
-# prm: the bot's weights (floats): its Judgement, then its bidding
-(RIVAL_WEIGHT, PRIOR_INCOME, PRIOR_ROUNDS, FILL_RATE, UNSETTLED, POWER_F, POWER_B, POWER_G, REFUND_POWER, HOARD,
- SPECIAL_SCALE, LOCK, TRAILING, HABIT, SHARPNESS, SPREAD, CLUMPING, PERSISTENCE, MIRROR, SPEND, DECLINE_BELOW,
- GUY_RISK, PRIORITY, PRINTER_BONUS, SURE, N_PRM) = range(26)  # fmt: skip
-# ipr: the bot's integers
-STYLE, SAMPLES, INNER_SAMPLES, MIRROR_RIVALS, FOCUS, GROUP, IMPROVE, GROUP_INNER, IMPROVE_INNER, ME, N_IPR = range(11)
-VALUE, BARGAIN, AREA = 0, 1, 2
+VALUE, BARGAIN, AREA = 0, 1, 2  # Bot.style
 STYLES = {"value": VALUE, "bargain": BARGAIN, "area": AREA}
+
+
+# --- what the functions read: named tuples of numbers and arrays --------------------------------------------------
+
+
+class FeatureStarts(NamedTuple):
+    """Where each feature the bots read starts in the observation vector (``ObservationLayout``; -1 where the
+    variant has no such feature)."""
+
+    round: int
+    rounds_left: int
+    decision: int
+    for_puppet: int
+    tokens: int
+    support: int
+    supply: int
+    bank: int
+    cubes: int
+    bids: int
+    free: int
+    apothecary_first: int
+    scheming_gold: int
+    guy_bids: int
+    deck_left: int
+
+
+class Tables(NamedTuple):
+    """The static data of one variant: ``appraisal.Tables`` (the same names) and the action codec's layout."""
+
+    seats: int  # S
+    players: int  # P
+    puppet: int  # the puppet's seat, or -1
+    areas: int  # A
+    targets: int  # T: the characters, then the Card and Scheming spaces where the variant has them
+    n_characters: int  # C
+    spy: int  # each special target's index, or -1
+    apothecary: int
+    card: int
+    scheming: int
+    printer: int
+    bonus: bool  # the Area Control Bonus
+    refunds: bool  # Bid Refunds
+    max_characters: int  # at most this many characters carry tokens in one bid
+    card_max_gold: int
+    legal: np.ndarray  # (T, 3) bool: the token types each target takes
+    bid_targets: np.ndarray  # (3, T) float: where each type may go to contest a character
+    bid_count: np.ndarray  # (3,) float
+    support: np.ndarray  # (T,) float: each character's support
+    char_tokens: np.ndarray  # (T, 3): each character's tokens
+    char_area: np.ndarray  # (T,): each character's area, or -1
+    spaces: np.ndarray  # (A,)
+    token_points: np.ndarray  # (3,) float
+    strength: np.ndarray  # (3,): a bid as one comparable integer (docs/rules.md §3)
+    guy_legal: np.ndarray  # (T, 3) bool: the types a Guy bid may hold
+    others: np.ndarray  # (S, S - 1): each seat's rivals
+    area_points: np.ndarray  # (A, radix ** S, S): ``area_points`` of every cube count, the counts in base radix
+    radix: int  # max(spaces) + 1
+    n_cards: int  # the kinds of card in the first edition's deck (0 elsewhere)
+    card_remove: np.ndarray  # (max(n_cards, 1),) bool: each card kind removes a cube ...
+    card_support: np.ndarray  # ... or gives this support ...
+    card_tokens: np.ndarray  # ... and these tokens (float)
+    deck_full: np.ndarray  # how many of each kind the full deck holds
+    decisions: int  # the size of the one-hot decision feature
+    offsets: np.ndarray  # the codec: each action dimension's first mask entry ...
+    block: np.ndarray  # ... each token type's first dimension ...
+    dims: int  # ... and how many dimensions an action has
+
+
+class Judgement(NamedTuple):
+    """``appraisal.Judgement``: the weights of the appraisal (the same fields)."""
+
+    rival_weight: float
+    prior_income: float
+    prior_rounds: float
+    fill_rate: float
+    unsettled: float
+    power: tuple[float, float, float]
+    refund_power: float
+    hoard: float
+    special_scale: float
+    lock: float
+    trailing: float
+
+
+class Bot(NamedTuple):
+    """One bot: its style and its attributes by the same names (``HeuristicBot``'s and the style's own; 0 where
+    the style has none). Its judgement travels beside it (:class:`Judgement`)."""
+
+    style: int  # VALUE, BARGAIN or AREA
+    samples: int  # how the rivals' bids are sampled (BidModel)
+    inner_samples: int
+    mirror_rivals: int
+    habit: float
+    sharpness: float
+    spread: float
+    clumping: float
+    persistence: float
+    mirror: float
+    spend: float
+    decline_below: float
+    guy_risk: float  # value
+    priority: float  # value
+    printer_bonus: float  # bargain
+    sure: float  # bargain
+    focus: int  # area
+    max_group: int  # plan_bid's arguments, as the style calls it
+    improve: int
+    inner_max_group: int  # plan_bid's defaults, as a rival's level-one plan calls it
+    inner_improve: int
+
+
+class View(NamedTuple):
+    """What the bots read of an observation (``ObservationView``, the same names). Seats are relative: 0 is us."""
+
+    round: int
+    rounds_left: int
+    decision: int  # a Decision
+    for_puppet: bool
+    apothecary_first: tuple[int, int]  # (area, seat) of the Apothecary's first cube, or (-1, -1)
+    guy_bids: int
+    me: int  # our seat: 0
+    tokens: np.ndarray  # (S, 3)
+    support: np.ndarray  # (S,)
+    supply: np.ndarray  # (S,)
+    bank: np.ndarray  # (3,)
+    cubes: np.ndarray  # (A, S)
+    free: np.ndarray  # (A,)
+    bids: np.ndarray  # (S, T, 3)
+    scheming_gold: np.ndarray  # (S,)
+    deck_left: np.ndarray  # (max(n_cards, 1),)
+
+
+class Position(NamedTuple):
+    """``appraisal.Position``: one observation appraised (the same names). A change is an (S + 1,) array: each
+    seat's change in projected points, then the change in the rounds left."""
+
+    X: np.ndarray  # (S,) projected points
+    lead: np.ndarray  # (S,) each seat's margin now (a seat behind: times ``trailing``)
+    U0: np.ndarray  # (S,) each seat's margin
+    income: np.ndarray  # (S,) support per round
+    area: np.ndarray  # (A, S) expected area points
+    movable: np.ndarray  # (A, S) the cubes the Spy and the Apothecary may touch
+    add: np.ndarray  # (A, S, S + 1) the change when seat w adds a cube in area a
+    worth: np.ndarray  # (S, 3) what a token won now is worth to each seat
+    move: np.ndarray  # (A, S, S, S + 1) the change when a cube of v in a becomes w's
+    rounds: float  # rounds left
+    settled: float  # the weight of area points now
+
+
+class BidModel(NamedTuple):
+    """``heuristics.BidModel``: the rivals' sampled bids, and what a bid of ours on each target is worth against
+    them (the same names; the sorted bids are per target here, not in one flat array)."""
+
+    value: np.ndarray  # (T,) the value of each target to ``seat``
+    sorted_keys: np.ndarray  # (T, K) each target's strongest opposing bid in each sample, sorted
+    above: np.ndarray  # (T, K + 1) the losses to the opposing bids of each rank and above, summed, over K
+    top: np.ndarray  # (K, T) the strongest opposing bid of each sample
+    cost: np.ndarray  # (3,) what winning costs per token (Bid Refunds)
+    vehicle: np.ndarray  # (T,) two players: what handing Guy a character is worth (else zeros)
+    guy_tokens: np.ndarray  # (3,) two players: Guy's tokens (else zeros)
+    card_value: float
+    share: float  # 1 / K
+    samples: int  # K
+    seat: int
+    guy_risk: float  # two players: set by the style after the model is built
+    scheming_worth: float
+    rival_scheming: int
 
 
 # --- NumPy's arithmetic and random draws, as NumPy has them ----------------------------------------------------
@@ -150,6 +339,14 @@ def _multinomial(rng, n, p, out):
         out[d - 1] = dn
 
 
+if not COMPILED:
+
+    def _multinomial(rng, n, p, out):
+        """As plain Python: NumPy's ``multinomial``, the algorithm above (whose binomials Python's
+        ``Generator.binomial`` would refuse where rounding leaves ``p[j] / remaining`` a hair above 1)."""
+        out[:] = rng.multinomial(n, p)
+
+
 @jit
 def _dirichlet(rng, alpha, out):
     """NumPy's ``Generator.dirichlet`` for one sample into ``out``."""
@@ -197,6 +394,7 @@ def _stable_order(keys):
 
 @jit
 def _any(a2):
+    """``a2.any()`` of a 2-D array."""
     for i in range(a2.shape[0]):
         for k in range(a2.shape[1]):
             if a2[i, k] != 0:
@@ -215,9 +413,23 @@ def _argmax(a):
 
 
 @jit
-def _beats(f, b, g, guy, legal_row):
-    """D11 (revised) for one bid: Guy's beat of ``(f, b, g)`` with tokens ``guy`` (``engine.game.guy_beats``):
-    whether he can place it, and the token type it adds (-1 if he cannot)."""
+def _count_below(sorted_row, q):
+    """How many of ``sorted_row`` are below ``q``: ``np.searchsorted(sorted_row, q, "left")``. The keys are
+    integers, so those at most ``q`` (``"right"``) are those below ``q + 1``."""
+    lo, hi = 0, sorted_row.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sorted_row[mid] < q:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@jit
+def _guy_beat(f, b, g, guy, legal_row):
+    """D11 (revised) for one bid: the token type Guy adds to beat ``(f, b, g)`` holding ``guy``, or -1 if he
+    cannot (``engine.game.guy_beats``)."""
     spare0, spare1, spare2 = guy[0] - f, guy[1] - b, guy[2] - g
     if spare0 < 0 or spare1 < 0 or spare2 < 0:
         return -1
@@ -235,62 +447,71 @@ def _beats(f, b, g, guy, legal_row):
 
 @jit
 def _int(x):
+    """A feature of the observation (a float32) as the integer it holds."""
     return np.int64(np.rint(x))
 
 
 @jit
-def _decode(obs, tb):
-    """What the bots read of the observation (``ObservationLayout.decode``): ``iv`` = round, rounds left, decision,
-    for_puppet, the Apothecary's first cube (area, seat, or -1), Guy bids this round, 0; then the arrays."""
-    cfg, F = tb[0], tb[1]
-    S, A, T = cfg[S_], cfg[A_], cfg[T_]
-    iv = np.zeros(8, dtype=np.int64)  # iv[7]: the observer's seat, 0 (a runtime 0: see ipr[ME])
-    iv[0] = _int(obs[F[F_ROUND]])
-    iv[1] = _int(obs[F[F_ROUNDS_LEFT]])
-    best = 0
-    for i in range(1, F[N_F]):
-        if _int(obs[F[F_DECISION] + i]) > _int(obs[F[F_DECISION] + best]):
-            best = i
-    iv[2] = best
-    iv[3] = _int(obs[F[F_FOR_PUPPET]])
-    iv[4] = iv[5] = -1
+def _view(obs, t, at):
+    """``ObservationLayout.decode``: what the bots read of the observation."""
+    S, A, T, n_cards, decisions = t.seats, t.areas, t.targets, t.n_cards, t.decisions
+    decision = 0  # the one-hot decision's first maximum
+    for i in range(1, decisions):
+        if _int(obs[at.decision + i]) > _int(obs[at.decision + decision]):
+            decision = i
+    first_area = first_seat = -1
     for a in range(A):
         for s in range(S):
-            if iv[4] < 0 and _int(obs[F[F_APO_FIRST] + a * S + s]) != 0:
-                iv[4], iv[5] = a, s
-    if F[F_GUY_BIDS] >= 0:
-        iv[6] = _int(obs[F[F_GUY_BIDS]])
+            if first_area < 0 and _int(obs[at.apothecary_first + a * S + s]) != 0:
+                first_area, first_seat = a, s
+    guy_bids = _int(obs[at.guy_bids]) if at.guy_bids >= 0 else 0
     tokens = np.empty((S, 3), dtype=np.int64)
     support = np.empty(S, dtype=np.int64)
     supply = np.empty(S, dtype=np.int64)
     scheming_gold = np.zeros(S, dtype=np.int64)
     for s in range(S):
         for k in range(3):
-            tokens[s, k] = _int(obs[F[F_TOKENS] + s * 3 + k])
-        support[s] = _int(obs[F[F_SUPPORT] + s])
-        supply[s] = _int(obs[F[F_SUPPLY] + s])
-        if F[F_SCHEMING_GOLD] >= 0:
-            scheming_gold[s] = _int(obs[F[F_SCHEMING_GOLD] + s])
+            tokens[s, k] = _int(obs[at.tokens + s * 3 + k])
+        support[s] = _int(obs[at.support + s])
+        supply[s] = _int(obs[at.supply + s])
+        if at.scheming_gold >= 0:
+            scheming_gold[s] = _int(obs[at.scheming_gold + s])
     bank = np.empty(3, dtype=np.int64)
     for k in range(3):
-        bank[k] = _int(obs[F[F_BANK] + k])
+        bank[k] = _int(obs[at.bank + k])
     cubes = np.empty((A, S), dtype=np.int64)
     free = np.empty(A, dtype=np.int64)
     for a in range(A):
-        free[a] = _int(obs[F[F_FREE] + a])
+        free[a] = _int(obs[at.free + a])
         for s in range(S):
-            cubes[a, s] = _int(obs[F[F_CUBES] + a * S + s])
+            cubes[a, s] = _int(obs[at.cubes + a * S + s])
     bids = np.empty((S, T, 3), dtype=np.int64)
     for s in range(S):
         for c in range(T):
             for k in range(3):
-                bids[s, c, k] = _int(obs[F[F_BIDS] + (s * T + c) * 3 + k])
-    n = cfg[N_CARDS]
-    deck_left = np.zeros(max(n, 1), dtype=np.int64)
-    if F[F_DECK_LEFT] >= 0:
-        for i in range(n):
-            deck_left[i] = _int(obs[F[F_DECK_LEFT] + i])
-    return iv, tokens, support, supply, bank, cubes, bids, free, scheming_gold, deck_left
+                bids[s, c, k] = _int(obs[at.bids + (s * T + c) * 3 + k])
+    deck_left = np.zeros(max(n_cards, 1), dtype=np.int64)
+    if at.deck_left >= 0:
+        for i in range(n_cards):
+            deck_left[i] = _int(obs[at.deck_left + i])
+    return View(
+        round=_int(obs[at.round]),
+        rounds_left=_int(obs[at.rounds_left]),
+        decision=decision,
+        for_puppet=_int(obs[at.for_puppet]) != 0,
+        apothecary_first=(first_area, first_seat),
+        guy_bids=guy_bids,
+        me=0,
+        tokens=tokens,
+        support=support,
+        supply=supply,
+        bank=bank,
+        cubes=cubes,
+        free=free,
+        bids=bids,
+        scheming_gold=scheming_gold,
+        deck_left=deck_left,
+    )
 
 
 # --- the appraisal (appraisal.Position) --------------------------------------------------------------------------
@@ -298,6 +519,7 @@ def _decode(obs, tb):
 
 @jit
 def _rounds_left(free, fill_rate, rounds_left):
+    """``Position._rounds_left``: the rounds the game may still last with ``free`` spaces."""
     p = np.empty(free.shape[0])
     for a in range(free.shape[0]):
         x = float(free[a])
@@ -307,24 +529,23 @@ def _rounds_left(free, fill_rate, rounds_left):
 
 
 @jit
-def _points(a, counts, settled, tb, out):
-    """``settled * area_points(...)`` of area ``a`` holding ``counts`` (S,), into ``out`` (S,)."""
-    cfg, ap = tb[0], tb[13]
-    B = cfg[RADIX]
+def _points(a, counts, settled, t, out):
+    """``Position._points``: ``settled * area_points(...)`` of area ``a`` holding ``counts`` (S,), into ``out``."""
+    radix, table = t.radix, t.area_points
     idx = 0
     mul = 1
     for s in range(counts.shape[0]):
         idx += counts[s] * mul
-        mul *= B
+        mul *= radix
     for s in range(counts.shape[0]):
-        out[s] = settled * ap[a, idx, s]
+        out[s] = settled * table[a, idx, s]
 
 
 @jit
-def _margins(X, change, lead, sc, prm, others, out):
+def _margins(X, change, lead, rounds, j, others, out):
     """``Position.margins(change)`` into ``out`` (S,): every seat's margin over its rivals, its time included."""
+    w, lock = j.rival_weight, j.lock
     S = X.shape[0]
-    w = prm[RIVAL_WEIGHT]
     for s in range(S):
         most = NEG
         total = 0.0
@@ -335,9 +556,7 @@ def _margins(X, change, lead, sc, prm, others, out):
                 most = v
             total += v
         out[s] = (X[s] + change[s]) - (w * most + (1 - w) * (total / (S - 1)))
-    lock = prm[LOCK]
     if lock:
-        rounds = sc[0]
         now = max(rounds, MIN_ROUNDS)
         after = max(rounds + change[S], MIN_ROUNDS)
         log = math.log(now / after)
@@ -346,55 +565,54 @@ def _margins(X, change, lead, sc, prm, others, out):
 
 
 @jit
-def _gain(pos, change, seat, prm, tb, buf):
-    """``Position.gain(change, seat)``."""
-    X, lead, U0, sc = pos[0], pos[1], pos[2], pos[9]
-    _margins(X, change, lead, sc, prm, tb[12], buf)
+def _gain(pos, change, seat, j, t, buf):
+    """``Position.gain(change, seat)``: the change in ``seat``'s margin (``buf``: room for every seat's)."""
+    X, lead, U0, rounds, others = pos.X, pos.lead, pos.U0, pos.rounds, t.others
+    _margins(X, change, lead, rounds, j, others, buf)
     return buf[seat] - U0[seat]
 
 
 @jit
-def _position(view, tb, prm):
-    """``appraisal.Position`` of the observer: (X, lead, U0, income, area, movable, add, worth, move, sc) with
-    sc = (rounds left, settled)."""
-    iv, tokens, support, supply, cubes, free = view[0], view[1], view[2], view[3], view[5], view[7]
-    cfg, spaces, token_points, others = tb[0], tb[8], tb[9], tb[12]
-    S, A = cfg[S_], cfg[A_]
-    played = max(iv[0] - 1, 0)
-    prior = prm[PRIOR_INCOME] * prm[PRIOR_ROUNDS]
+def _position(view, t, j):
+    """``appraisal.Position(tables, view, judgement)``."""
+    tokens, support, supply, cubes, free = view.tokens, view.support, view.supply, view.cubes, view.free
+    played, rounds_left = max(view.round - 1, 0), view.rounds_left
+    S, A, refunds, bonus, others = t.seats, t.areas, t.refunds, t.bonus, t.others
+    spaces, token_points = t.spaces, t.token_points
+    prior_income, prior_rounds, fill_rate = j.prior_income, j.prior_rounds, j.fill_rate
+    unsettled, trailing = j.unsettled, j.trailing
+    prior = prior_income * prior_rounds
     income = np.empty(S)
     for s in range(S):
-        income[s] = (support[s] + prior) / (played + prm[PRIOR_ROUNDS])
-    rounds = _rounds_left(free, prm[FILL_RATE], iv[1])
-    settled = 1.0 / (1.0 + prm[UNSETTLED] * rounds)
-    sc = np.array([rounds, settled])
+        income[s] = (support[s] + prior) / (played + prior_rounds)
+    rounds = _rounds_left(free, fill_rate, rounds_left)
+    settled = 1.0 / (1.0 + unsettled * rounds)  # cubes move until the end: count them less early
     area = np.empty((A, S))
     for a in range(A):
-        _points(a, cubes[a], settled, tb, area[a])
-    X = np.empty(S)
+        _points(a, cubes[a], settled, t, area[a])
+    X = np.empty(S)  # support, area points, and the support still to come
     for s in range(S):
         total = 0.0
         for a in range(A):
             total += area[a, s]
         X[s] = (support[s] + total) + income[s] * rounds
-        if cfg[REFUNDS]:
-            X[s] = X[s] + (
-                tokens[s, 0] * token_points[0] + tokens[s, 1] * token_points[1] + tokens[s, 2] * token_points[2]
-            )
-    zero = np.zeros(S + 1)
+        if refunds:
+            tp = token_points
+            X[s] = X[s] + (tokens[s, 0] * tp[0] + tokens[s, 1] * tp[1] + tokens[s, 2] * tp[2])
+    none = np.zeros(S + 1)
     lead = np.zeros(S)
     plain = np.zeros(S)
-    _margins(X, zero, lead, sc, prm, others, plain)  # Position._margins(X): the lock term of no change is 0
+    _margins(X, none, lead, rounds, j, others, plain)  # Position._margins(X): the time term of no change is 0
     for s in range(S):
-        lead[s] = plain[s] if plain[s] > 0 else prm[TRAILING] * plain[s]
+        lead[s] = plain[s] if plain[s] > 0 else trailing * plain[s]
     U0 = np.empty(S)
-    _margins(X, zero, lead, sc, prm, others, U0)
+    _margins(X, none, lead, rounds, j, others, U0)
     movable = np.zeros((A, S), dtype=np.bool_)
     for a in range(A):
         most = 0
         for s in range(S):
             most = max(most, cubes[a, s])
-        protected = cfg[BONUS_ON] != 0 and most == spaces[a]
+        protected = bonus and most == spaces[a]
         for s in range(S):
             movable[a, s] = cubes[a, s] > 0 and not protected
     add = np.zeros((A, S, S + 1))
@@ -404,18 +622,18 @@ def _position(view, tb, prm):
     for a in range(A):
         if free[a] > 0:
             fewer[a] -= 1
-            sooner = _rounds_left(fewer, prm[FILL_RATE], iv[1]) - rounds
+            sooner = _rounds_left(fewer, fill_rate, rounds_left) - rounds
             fewer[a] += 1
             for w in range(S):
                 if supply[w] > 0:
                     counts[:] = cubes[a]
                     counts[w] += 1
-                    _points(a, counts, settled, tb, pts)
+                    _points(a, counts, settled, t, pts)
                     for s in range(S):
                         add[a, w, s] = pts[s] - area[a, s]
                         add[a, w, s] += income[s] * sooner
                     add[a, w, S] = sooner
-    worth = _token_worth(tokens, free, tb, prm)
+    worth = _token_worth(tokens, free, t, j)
     move = np.zeros((A, S, S, S + 1))
     for a in range(A):
         for v in range(S):
@@ -425,23 +643,35 @@ def _position(view, tb, prm):
                         counts[:] = cubes[a]
                         counts[v] -= 1
                         counts[w] += 1
-                        _points(a, counts, settled, tb, pts)
+                        _points(a, counts, settled, t, pts)
                         for s in range(S):
                             move[a, v, w, s] = pts[s] - area[a, s]
-    return X, lead, U0, income, area, movable, add, worth, move, sc
+    return Position(
+        X=X,
+        lead=lead,
+        U0=U0,
+        income=income,
+        area=area,
+        movable=movable,
+        add=add,
+        worth=worth,
+        move=move,
+        rounds=rounds,
+        settled=settled,
+    )
 
 
 @jit
-def _token_worth(tokens, free, tb, prm):
-    """``appraisal.token_worth``: (S, 3)."""
-    cfg, token_points = tb[0], tb[9]
-    S, A = cfg[S_], cfg[A_]
+def _token_worth(tokens, free, t, j):
+    """``appraisal.token_worth``: (S, 3), a Force, Blackmail, Gold won now to each seat."""
+    S, A, refunds, token_points = t.seats, t.areas, t.refunds, t.token_points
+    power, refund_power, hoard = j.power, j.refund_power, j.hoard
     open_areas = 0
     crowded = False
     for a in range(A):
         open_areas += free[a] > 0
         crowded = crowded or free[a] > 1
-    last = 0.0
+    last = 0.0  # the chance that this round is the last
     if not crowded and open_areas > 0:
         m = min(open_areas, 4)
         last = 0.85 if m == 1 else (0.7 if m == 2 else (0.55 if m == 3 else 0.4))
@@ -449,61 +679,60 @@ def _token_worth(tokens, free, tb, prm):
     for s in range(S):
         held = float(tokens[s, 0] + tokens[s, 1] + tokens[s, 2])
         for k in range(3):
-            power = prm[POWER_F + k]
-            if cfg[REFUNDS]:
-                power *= prm[REFUND_POWER] * min(1.0, prm[HOARD] / max(held, 1.0))
-            out[s, k] = last * token_points[k] + (1 - last) * power
+            power_k = power[k]
+            if refunds:
+                power_k *= refund_power * min(1.0, hoard / max(held, 1.0))
+            out[s, k] = last * token_points[k] + (1 - last) * power_k
     return out
 
 
 @jit
-def _removal(pos, view, a, v, tb, prm, out):
-    """``Position.removal(a, v)`` into ``out`` (S + 1,)."""
-    iv, cubes, free = view[0], view[5], view[7]
-    income, area, sc = pos[3], pos[4], pos[9]
-    S = cubes.shape[1]
+def _removal(pos, view, a, v, t, j, out):
+    """``Position.removal(a, v)`` into ``out`` (S + 1,): a cube of ``v`` in ``a`` returns to its owner."""
+    free, cubes, rounds_left = view.free, view.cubes, view.rounds_left
+    rounds, settled, area, income = pos.rounds, pos.settled, pos.area, pos.income
+    S, fill_rate = t.seats, j.fill_rate
     more = free.copy()
     more[a] += 1
-    later = _rounds_left(more, prm[FILL_RATE], iv[1]) - sc[0]
+    later = _rounds_left(more, fill_rate, rounds_left) - rounds
     counts = cubes[a].copy()
     counts[v] -= 1
     pts = np.empty(S)
-    _points(a, counts, sc[1], tb, pts)
+    _points(a, counts, settled, t, pts)
     for s in range(S):
         out[s] = pts[s] - area[a, s] + income[s] * later
     out[S] = later
 
 
 @jit
-def _spy_ok(pos, view, owner, a, v):
-    """``Position.spy_options(owner)[0][a, v]``."""
-    supply, movable = view[3], pos[5]
+def _spy_may_replace(movable, supply, owner, a, v):
+    """``Position.spy_options(owner)[0][a, v]``: whether ``owner``'s Spy may replace ``v``'s cube in ``a``."""
     return movable[a, v] and v != owner and supply[owner] > 0
 
 
 @jit
-def _swap_delta(move, a1, s1, s2, a2, out):
+def _may_swap(movable, a1, s1, s2, a2):
+    """``Position.swap_options()[0][a1, s1, s2, a2]``: whether s1's cube in a1 may swap with s2's in a2."""
+    return movable[a1, s1] and movable[a2, s2] and s1 != s2 and a1 != a2
+
+
+@jit
+def _swap_change(move, a1, s1, s2, a2, out):
     """``Position.swap_options()[1][a1, s1, s2, a2]``: s1's cube in a1 becomes s2's, s2's in a2 becomes s1's."""
     for x in range(out.shape[0]):
         out[x] = move[a1, s1, s2, x] + move[a2, s2, s1, x]
 
 
 @jit
-def _swap_ok(movable, a1, s1, s2, a2):
-    return movable[a1, s1] and movable[a2, s2] and s1 != s2 and a1 != a2
-
-
-@jit
-def _character_deltas(pos, view, tb, prm):
-    """``Position.character_deltas()``: (T, S, S + 1)."""
-    bank = view[4]
-    cfg, support, char_tokens, char_area = tb[0], tb[5], tb[6], tb[7]
-    S, T, C = cfg[S_], cfg[T_], cfg[C_]
-    add, worth, move, movable = pos[6], pos[7], pos[8], pos[5]
-    spy, apo, card, puppet = cfg[SPY], cfg[APO], cfg[CARD], cfg[PUPPET]
+def _character_deltas(pos, view, t, j):
+    """``Position.character_deltas()``: (T, S, S + 1), the change if seat ``w`` wins target ``c`` now."""
+    bank, worth, add = view.bank, pos.worth, pos.add
+    S, T, C, puppet = t.seats, t.targets, t.n_characters, t.puppet
+    spy, apothecary, card = t.spy, t.apothecary, t.card
+    support, char_tokens, char_area, scale = t.support, t.char_tokens, t.char_area, j.special_scale
     D = np.zeros((T, S, S + 1))
     for c in range(C):
-        if c in (spy, apo, card):
+        if c in (spy, apothecary, card):
             continue
         m0 = min(char_tokens[c, 0], bank[0])
         m1 = min(char_tokens[c, 1], bank[1])
@@ -515,73 +744,100 @@ def _character_deltas(pos, view, tb, prm):
             for w in range(S):
                 for x in range(S + 1):
                     D[c, w, x] += add[a, w, x]
-    buf = np.empty(S)
-    A = cfg[A_]
-    scale = prm[SPECIAL_SCALE]
-    if spy >= 0:  # _best_spies: each player's best Spy move by its own margin
-        for w in range(S):
-            if w == puppet:
-                continue
-            best, ba, bv = NEG, -1, -1
-            for a in range(A):
-                for v in range(S):
-                    if _spy_ok(pos, view, w, a, v):
-                        g = _gain(pos, move[a, v, w], w, prm, tb, buf)
-                        if g > best:
-                            best, ba, bv = g, a, v
-            for x in range(S + 1):
-                D[spy, w, x] = (move[ba, bv, w, x] if ba >= 0 else 0.0) * scale
-    if apo >= 0:  # _best_swaps: each player's best Apothecary swap by its own margin
-        delta = np.empty(S + 1)
-        for w in range(S):
-            if w == puppet:
-                continue
-            best = NEG
-            found = np.zeros(4, dtype=np.int64)
-            any_ok = False
-            for a1 in range(A):
-                for s1 in range(S):
-                    for s2 in range(S):
-                        for a2 in range(A):
-                            if _swap_ok(movable, a1, s1, s2, a2):
-                                _swap_delta(move, a1, s1, s2, a2, delta)
-                                g = _gain(pos, delta, w, prm, tb, buf)
-                                if not any_ok or g > best:
-                                    best = g
-                                    found[0], found[1], found[2], found[3] = a1, s1, s2, a2
-                                any_ok = True
-            if any_ok:
-                _swap_delta(move, found[0], found[1], found[2], found[3], delta)
-                for x in range(S + 1):
-                    D[apo, w, x] = delta[x] * scale
+    if spy >= 0:
+        _special_deltas(_best_spies(pos, view, t, j), puppet, scale, D[spy])
+    if apothecary >= 0:
+        _special_deltas(_best_swaps(pos, t, j), puppet, scale, D[apothecary])
     return D
 
 
 @jit
-def _gains(pos, D, prm, tb):
+def _special_deltas(best, puppet, scale, out):
+    """The Spy's or the Apothecary's rows of ``character_deltas`` into ``out`` (S, S + 1): each player's best move,
+    times ``special_scale``; the puppet's stay nothing (someone else decides its moves)."""
+    for w in range(out.shape[0]):
+        if w != puppet:
+            for x in range(out.shape[1]):
+                out[w, x] = best[w, x] * scale
+
+
+@jit
+def _best_spies(pos, view, t, j):
+    """``Position._best_spies``: (S, S + 1), each player's best Spy move by its own margin (nothing if none, and
+    nothing for the puppet)."""
+    move, movable, supply = pos.move, pos.movable, view.supply
+    S, A, puppet = t.seats, t.areas, t.puppet
+    out = np.zeros((S, S + 1))
+    buf = np.empty(S)
+    for w in range(S):
+        if w == puppet:
+            continue
+        best, ba, bv = NEG, -1, -1
+        for a in range(A):
+            for v in range(S):
+                if _spy_may_replace(movable, supply, w, a, v):
+                    g = _gain(pos, move[a, v, w], w, j, t, buf)
+                    if g > best:
+                        best, ba, bv = g, a, v
+        if ba >= 0:
+            out[w] = move[ba, bv, w]
+    return out
+
+
+@jit
+def _best_swaps(pos, t, j):
+    """``Position._best_swaps``: (S, S + 1), each player's best Apothecary swap by its own margin (nothing if none,
+    and nothing for the puppet)."""
+    move, movable = pos.move, pos.movable
+    S, A, puppet = t.seats, t.areas, t.puppet
+    out = np.zeros((S, S + 1))
+    buf = np.empty(S)
+    change = np.empty(S + 1)
+    for w in range(S):
+        if w == puppet:
+            continue
+        best = NEG
+        best_a1 = best_s1 = best_s2 = best_a2 = 0
+        found = False
+        for a1 in range(A):
+            for s1 in range(S):
+                for s2 in range(S):
+                    for a2 in range(A):
+                        if _may_swap(movable, a1, s1, s2, a2):
+                            _swap_change(move, a1, s1, s2, a2, change)
+                            g = _gain(pos, change, w, j, t, buf)
+                            if not found or g > best:
+                                best = g
+                                best_a1, best_s1, best_s2, best_a2 = a1, s1, s2, a2
+                            found = True
+        if found:
+            _swap_change(move, best_a1, best_s1, best_s2, best_a2, out[w])
+    return out
+
+
+@jit
+def _gains(pos, D, j, t):
     """``Position.gains(D)``: (T, S, S) over (target, winner, judge)."""
+    X, lead, U0, rounds, others = pos.X, pos.lead, pos.U0, pos.rounds, t.others
     T, S = D.shape[0], D.shape[1]
-    U0 = pos[2]
     G = np.empty((T, S, S))
     buf = np.empty(S)
     for c in range(T):
         for w in range(S):
-            _margins(pos[0], D[c, w], pos[1], pos[9], prm, tb[12], buf)
-            for j in range(S):
-                G[c, w, j] = buf[j] - U0[j]
+            _margins(X, D[c, w], lead, rounds, j, others, buf)
+            for judge in range(S):
+                G[c, w, judge] = buf[judge] - U0[judge]
     return G
 
 
 @jit
-def _card_value(pos, view, seat, tb, prm):
+def _card_value(pos, view, seat, t, j):
     """``Position.card_value(seat)``: the expected gain of one card of the first edition's deck."""
-    cfg = tb[0]
-    if cfg[CARD] < 0:
+    movable, worth, deck_left = pos.movable, pos.worth, view.deck_left
+    S, A, card, n = t.seats, t.areas, t.card, t.n_cards
+    card_remove, card_support, card_tokens, deck_full = t.card_remove, t.card_support, t.card_tokens, t.deck_full
+    if card < 0:
         return 0.0
-    deck_left, movable, worth = view[9], pos[5], pos[7]
-    card_remove, card_support, card_tokens, deck_full = tb[14], tb[15], tb[16], tb[17]
-    n = cfg[N_CARDS]
-    S, A = cfg[S_], cfg[A_]
     left = np.empty(n)
     total_left = 0
     for i in range(n):
@@ -598,12 +854,12 @@ def _card_value(pos, view, seat, tb, prm):
             for a in range(A):
                 for v in range(S):
                     if movable[a, v] and v != seat:
-                        _removal(pos, view, a, v, tb, prm, change)
-                        best = max(best, _gain(pos, change, seat, prm, tb, buf))
+                        _removal(pos, view, a, v, t, j, change)
+                        best = max(best, _gain(pos, change, seat, j, t, buf))
             value = best
         else:
-            t = card_tokens[i]
-            value = card_support[i] + (t[0] * worth[seat, 0] + t[1] * worth[seat, 1] + t[2] * worth[seat, 2])
+            tk = card_tokens[i]
+            value = card_support[i] + (tk[0] * worth[seat, 0] + tk[1] * worth[seat, 1] + tk[2] * worth[seat, 2])
         total = total + value * share[i]
     return float(total)
 
@@ -613,6 +869,7 @@ def _card_value(pos, view, seat, tb, prm):
 
 @jit
 def _clumping(last_k):
+    """``BidModel._clumping``: the Dirichlet concentration that matches how a rival spread one token type."""
     n = 0
     for c in range(last_k.shape[0]):
         n += last_k[c]
@@ -627,14 +884,14 @@ def _clumping(last_k):
 
 
 @jit
-def _sample(rng, n, k, weight, last, habit, K, tb, prm, ipr, out):
-    """``BidModel._sample``: (K, T) counts of one opponent's ``n`` tokens of type ``k``, added into ``out`` times
+def _sample(rng, n, k, weight, last, habit, K, t, bot, out):
+    """``BidModel._sample``: (K, T) counts of one rival's ``n`` tokens of type ``k``, added into ``out`` times
     the type's strength."""
-    bid_targets, bid_count, strength = tb[3], tb[4], tb[10]
+    legal, bid_count, strength = t.bid_targets[k], t.bid_count[k], t.strength[k]
+    spread, inner_samples, clumping = bot.spread, bot.inner_samples, bot.clumping
     T = weight.shape[0]
-    legal = bid_targets[k]
     counts = np.zeros((K, T), dtype=np.int64)
-    if habit:
+    if habit:  # the rival repeats its bid of last round
         used = np.empty(T)
         any_used = False
         for c in range(T):
@@ -651,47 +908,47 @@ def _sample(rng, n, k, weight, last, habit, K, tb, prm, ipr, out):
     for c in range(T):
         w[c] = legal[c] * weight[c]
     total = _sum(w)
-    spread = prm[SPREAD]
     p = np.empty(T)
     for c in range(T):
-        p[c] = (1 - spread) * w[c] / total + spread * legal[c] / bid_count[k]
-    if n > 1 and ipr[INNER_SAMPLES] < K:  # Dirichlet-multinomial: opponents stack their tokens
+        p[c] = (1 - spread) * w[c] / total + spread * legal[c] / bid_count
+    if n > 1 and inner_samples < K:  # Dirichlet-multinomial: rivals stack their tokens
         m = 0
         for c in range(T):
             m += legal[c] != 0
         on = np.empty(m, dtype=np.int64)
-        j = 0
+        i = 0
         for c in range(T):
             if legal[c] != 0:
-                on[j] = c
-                j += 1
-        lastk = np.empty(T, dtype=np.int64)
+                on[i] = c
+                i += 1
+        last_k = np.empty(T, dtype=np.int64)
         for c in range(T):
-            lastk[c] = last[c, k]
-        kappa = _clumping(lastk) if lastk.sum() > 1 else prm[CLUMPING]
+            last_k[c] = last[c, k]
+        kappa = _clumping(last_k) if last_k.sum() > 1 else clumping
         alpha = np.empty(m)
-        for j in range(m):
-            alpha[j] = kappa * p[on[j]]
-        pk = np.empty((rest, m))
+        for i in range(m):
+            alpha[i] = kappa * p[on[i]]
+        p_k = np.empty((rest, m))
         for i in range(rest):
-            _dirichlet(rng, alpha, pk[i])
+            _dirichlet(rng, alpha, p_k[i])
         row = np.empty(m, dtype=np.int64)
         for i in range(rest):
-            pk[i] = pk[i] / _sum(pk[i])
+            p_k[i] = p_k[i] / _sum(p_k[i])
         for i in range(rest):
-            _multinomial(rng, n, pk[i], row)
-            for j in range(m):
-                counts[habit + i, on[j]] = row[j]
+            _multinomial(rng, n, p_k[i], row)
+            for x in range(m):
+                counts[habit + i, on[x]] = row[x]
     else:
         for i in range(rest):
             _multinomial(rng, n, p, counts[habit + i])
     for i in range(K):
         for c in range(T):
-            out[i, c] += counts[i, c] * strength[k]
+            out[i, c] += counts[i, c] * strength
 
 
 @jit
 def _rivals(seat, P):
+    """The players other than ``seat``, in seat order."""
     rivals = np.empty(P - 1, dtype=np.int64)
     i = 0
     for j in range(P):
@@ -702,42 +959,41 @@ def _rivals(seat, P):
 
 
 @jit
-def _rival_keys(rng, view, G, j, K, mirrored, card_value, tb, prm, ipr, keys_i):
-    """One rival's sampled bids (``BidModel.__init__``, the loop body): rows ``mirrored:`` of ``keys_i`` (K, T)."""
-    iv, tokens, bids = view[0], view[1], view[6]
-    cfg = tb[0]
-    T, card = cfg[T_], cfg[CARD]
-    habit = np.int64(np.rint((K - mirrored) * prm[HABIT])) if iv[0] > 1 else 0
+def _rival_bids(rng, view, G, j, K, mirrored, card_value, t, bot, keys_j):
+    """Rival ``j``'s bids sampled from its interests and habits (``BidModel.__init__``, the loop body): rows
+    ``mirrored:`` of ``keys_j`` (K, T), as keys."""
+    round_, bids, tokens = view.round, view.bids, view.tokens
+    T, card = t.targets, t.card
+    habit_share, sharpness, persistence = bot.habit, bot.sharpness, bot.persistence
+    habit = np.int64(np.rint((K - mirrored) * habit_share)) if round_ > 1 else 0
     weight = np.empty(T)
     for c in range(T):
         want = max(G[c, j, j], 0.0)
         if c == card:
             want = card_value
-        weight[c] = (want + 1.0) ** prm[SHARPNESS]
-    last = bids[j] if iv[0] > 1 else np.zeros((T, 3), dtype=np.int64)
-    if _any(last):  # opponents tend to bid again where they bid last round
+        weight[c] = (want + 1.0) ** sharpness
+    last = bids[j] if round_ > 1 else np.zeros((T, 3), dtype=np.int64)
+    if _any(last):  # rivals tend to bid again where they bid last round
         for c in range(T):
             bid_on = last[c, 0] + last[c, 1] + last[c, 2] > 0
-            weight[c] = weight[c] * (1.0 + prm[PERSISTENCE] * bid_on)
+            weight[c] = weight[c] * (1.0 + persistence * bid_on)
     for k in range(3):
         n = tokens[j, k]
         if n:
-            _sample(rng, n, k, weight, last, habit, K - mirrored, tb, prm, ipr, keys_i[mirrored:])
+            _sample(rng, n, k, weight, last, habit, K - mirrored, t, bot, keys_j[mirrored:])
 
 
 @jit
-def _finish_model(pos, G, seat, K, rivals, keys, card_value, tb, prm):
-    """The rest of ``BidModel.__init__`` once the rivals' bids are sampled: (value, keys sorted per target, losses
-    above each rank, top, fm = (card value, Guy risk, Scheming worth, rival Scheming Gold, 1 / K), cost, vehicle,
-    Guy's tokens, im = (seat, K, puppet?))."""
-    cfg = tb[0]
-    T, puppet = cfg[T_], cfg[PUPPET]
+def _model_from_rival_bids(pos, view, G, seat, K, rivals, keys, card_value, t, bot):
+    """The rest of ``BidModel.__init__`` once the rivals' bids (``keys``: rival, sample, target) are drawn."""
+    worth, tokens = pos.worth, view.tokens
+    T, puppet, refunds, spend = t.targets, t.puppet, t.refunds, bot.spend
     R = rivals.shape[0]
     value = np.empty(T)
     for c in range(T):
         value[c] = G[c, seat, seat]
     top = np.empty((K, T), dtype=np.int64)
-    lost = np.zeros((K, T))
+    lost = np.zeros((K, T))  # our change in margin when a rival's bid is strictly highest
     for m in range(K):
         for c in range(T):
             best = keys[0, m, c]
@@ -762,48 +1018,83 @@ def _finish_model(pos, G, seat, K, rivals, keys, card_value, tb, prm):
             above[c, r] = acc / K
         for r in range(K):
             sorted_keys[c, r] = top[order[r], c]
-    fm = np.array([card_value, 0.0, 0.0, 0.0, 1.0 / K])
     cost = np.zeros(3)
-    if cfg[REFUNDS]:
+    if refunds:
         for k in range(3):
-            cost[k] = pos[7][seat, k] * prm[SPEND]
+            cost[k] = worth[seat, k] * spend
     vehicle = np.zeros(T)
     guy_tokens = np.zeros(3, dtype=np.int64)
     if puppet >= 0:  # two players: a bid of ours that Guy can beat lets us hand him a character
         for c in range(T):
             vehicle[c] = max(G[c, puppet, seat], 0.0) * VEHICLE
-    im = np.array([seat, K, 1 if puppet >= 0 else 0, 0])  # the last: a runtime 0 (a literal would compile a copy)
-    return value, sorted_keys, above, top, fm, cost, vehicle, guy_tokens, im
+        guy_tokens[:] = tokens[puppet]
+    return BidModel(
+        value=value,
+        sorted_keys=sorted_keys,
+        above=above,
+        top=top,
+        cost=cost,
+        vehicle=vehicle,
+        guy_tokens=guy_tokens,
+        card_value=card_value,
+        share=1.0 / K,
+        samples=K,
+        seat=seat,
+        guy_risk=0.0,
+        scheming_worth=0.0,
+        rival_scheming=0,
+    )
 
 
 @jit
-def _model_plain(rng, view, pos, G, seat, K, tb, prm, ipr):
-    """``BidModel(..., seat, K, mirror=0.0)``: every rival's bids sampled from its interests and habits."""
-    cfg = tb[0]
-    card_value = _card_value(pos, view, seat, tb, prm) if cfg[CARD] >= 0 else 0.0
-    rivals = _rivals(seat, cfg[P_])
-    keys = np.zeros((rivals.shape[0], K, cfg[T_]), dtype=np.int64)
+def _with_guy_terms(model, guy_risk, scheming_worth, rival_scheming):
+    """The model with its two-player terms set (``BidModel.guy_risk``, ``.scheming_worth``, ``.rival_scheming``,
+    which the styles set once it is built)."""
+    return BidModel(
+        value=model.value,
+        sorted_keys=model.sorted_keys,
+        above=model.above,
+        top=model.top,
+        cost=model.cost,
+        vehicle=model.vehicle,
+        guy_tokens=model.guy_tokens,
+        card_value=model.card_value,
+        share=model.share,
+        samples=model.samples,
+        seat=model.seat,
+        guy_risk=guy_risk,
+        scheming_worth=scheming_worth,
+        rival_scheming=rival_scheming,
+    )
+
+
+@jit
+def _interest_model(rng, view, pos, G, seat, K, t, judgement, bot):
+    """``BidModel(bot, view, pos, G, seat, K, mirror=0.0)``: every rival's bids sampled from its interests and
+    habits."""
+    T, P, card = t.targets, t.players, t.card
+    card_value = _card_value(pos, view, seat, t, judgement) if card >= 0 else 0.0
+    rivals = _rivals(seat, P)
+    keys = np.zeros((rivals.shape[0], K, T), dtype=np.int64)
     for i in range(rivals.shape[0]):
-        _rival_keys(rng, view, G, rivals[i], K, 0, card_value, tb, prm, ipr, keys[i])
-    model = _finish_model(pos, G, seat, K, rivals, keys, card_value, tb, prm)
-    if cfg[PUPPET] >= 0:
-        model[7][:] = view[1][cfg[PUPPET]]
-    return model
+        _rival_bids(rng, view, G, rivals[i], K, 0, card_value, t, bot, keys[i])
+    return _model_from_rival_bids(pos, view, G, seat, K, rivals, keys, card_value, t, bot)
 
 
 @jit
-def _model(rng, view, pos, G, seat, K, mirror, tb, prm, ipr):
+def _bid_model(rng, view, pos, G, seat, K, mirror, t, judgement, bot):
     """``BidModel(bot, view, pos, G, seat, K, mirror)``: a share ``mirror`` of each levelled rival's samples is the
-    bid it would plan if it thought as we do (:func:`_model_plain`, then :func:`_plan_bid`); the rest sampled."""
-    tokens = view[1]
-    cfg, token_points, strength = tb[0], tb[9], tb[10]
-    T, P = cfg[T_], cfg[P_]
-    card_value = _card_value(pos, view, seat, tb, prm) if cfg[CARD] >= 0 else 0.0
+    bid it would plan if it thought as we do (:func:`_interest_model`, then :func:`_plan_bid`); the rest sampled."""
+    tokens = view.tokens
+    T, P, card, token_points, strength = t.targets, t.players, t.card, t.token_points, t.strength
+    mirror_rivals, inner_samples = bot.mirror_rivals, bot.inner_samples
+    inner_max_group, inner_improve = bot.inner_max_group, bot.inner_improve
+    card_value = _card_value(pos, view, seat, t, judgement) if card >= 0 else 0.0
     rivals = _rivals(seat, P)
     R = rivals.shape[0]
-    levelled = np.zeros(P, dtype=np.bool_)
+    levelled = np.zeros(P, dtype=np.bool_)  # BidModel._mirrored
     if mirror:
-        if ipr[MIRROR_RIVALS] >= R:
+        if mirror_rivals >= R:
             for i in range(R):
                 levelled[rivals[i]] = True
         else:  # the best armed
@@ -813,134 +1104,120 @@ def _model(rng, view, pos, G, seat, K, mirror, tb, prm, ipr):
                 armed[i] = -(tokens[j, 0] * token_points[0] + tokens[j, 1] * token_points[1]
                              + tokens[j, 2] * token_points[2])  # fmt: skip
             order = _stable_order(armed)
-            for i in range(ipr[MIRROR_RIVALS]):
+            for i in range(mirror_rivals):
                 levelled[rivals[order[i]]] = True
     keys = np.zeros((R, K, T), dtype=np.int64)
     for i in range(R):
         j = rivals[i]
         mirrored = np.int64(np.rint(K * mirror)) if levelled[j] else 0
-        _rival_keys(rng, view, G, j, K, mirrored, card_value, tb, prm, ipr, keys[i])
+        _rival_bids(rng, view, G, j, K, mirrored, card_value, t, bot, keys[i])
         if mirrored:  # level one: the rival plans its bid as we do, against rivals that bid by interest
-            inner = _model_plain(rng, view, pos, G, j, ipr[INNER_SAMPLES], tb, prm, ipr)
-            plan = _plan_bid(rng, inner, tokens[j], ipr[GROUP_INNER], ipr[IMPROVE_INNER], pos, tb)
+            inner = _interest_model(rng, view, pos, G, j, inner_samples, t, judgement, bot)
+            plan = _plan_bid(rng, inner, tokens[j], inner_max_group, inner_improve, pos, t)
             for c in range(T):
                 key = plan[c, 0] * strength[0] + plan[c, 1] * strength[1] + plan[c, 2] * strength[2]
                 for m in range(mirrored):
                     keys[i, m, c] = key
-    model = _finish_model(pos, G, seat, K, rivals, keys, card_value, tb, prm)
-    if cfg[PUPPET] >= 0:
-        model[7][:] = tokens[cfg[PUPPET]]
-    return model
+    return _model_from_rival_bids(pos, view, G, seat, K, rivals, keys, card_value, t, bot)
 
 
 @jit
-def _count_below(sorted_row, q, right):
-    """``np.searchsorted(sorted_row, q, "right" if right else "left")``."""
-    lo, hi = 0, sorted_row.shape[0]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if sorted_row[mid] < q or (right and sorted_row[mid] == q):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@jit
-def _value(model, c, f, b, g, pos, tb):
-    """``BidModel.values(bid)[c]`` for a bid of (f, b, g) on target ``c`` (the targets are independent)."""
-    value, sorted_keys, above, fm, cost, vehicle, guy_tokens, im = model[0], model[1], model[2], model[4], \
-        model[5], model[6], model[7], model[8]  # fmt: skip
-    cfg, strength, guy_legal = tb[0], tb[10], tb[11]
+def _bid_worth(model, c, f, b, g, pos, t):
+    """``BidModel.values(bid)[c]``: what a bid of (f, b, g) on target ``c`` is worth (the targets are
+    independent)."""
+    value, sorted_keys, above, cost = model.value, model.sorted_keys, model.above, model.cost
+    vehicle, guy = model.vehicle, model.guy_tokens
+    share, card_value, guy_risk = model.share, model.card_value, model.guy_risk
+    scheming_worth, rival_scheming, seat = model.scheming_worth, model.rival_scheming, model.seat
+    strength, guy_legal, puppet, refunds = t.strength, t.guy_legal, t.puppet, t.refunds
+    card, card_max_gold, scheming = t.card, t.card_max_gold, t.scheming
+    worth_now = pos.worth
     q = f * strength[0] + b * strength[1] + g * strength[2]
-    win = _count_below(sorted_keys[c], q, im[3] == 1) * fm[4]  # im[3] == 0: left
-    lost = above[c, _count_below(sorted_keys[c], q, im[3] == 0)]  # right
+    win = _count_below(sorted_keys[c], q) * share  # the opposing bids strictly weaker ...
+    lost = above[c, _count_below(sorted_keys[c], q + 1)]  # ... and the losses to those stronger
     worth = value[c]
     placed = f > 0 or b > 0 or g > 0
-    if im[2] and fm[1]:
-        exposed = f <= guy_tokens[0] and b <= guy_tokens[1] and g <= guy_tokens[2] and placed
-        worth = worth * (1 - fm[1] * exposed)
+    two_players = puppet >= 0
+    if two_players and guy_risk:
+        exposed = f <= guy[0] and b <= guy[1] and g <= guy[2] and placed
+        worth = worth * (1 - guy_risk * exposed)
     out = worth * win + lost
-    if cfg[REFUNDS]:
+    if refunds:
         out -= win * (f * cost[0] + b * cost[1] + g * cost[2])
-    if im[2]:
-        beatable = _beats(f, b, g, guy_tokens, guy_legal[c]) >= 0 and placed
+    if two_players:
+        beatable = _guy_beat(f, b, g, guy, guy_legal[c]) >= 0 and placed
         out = out + vehicle[c] * beatable
-    if c == cfg[CARD]:
-        out = fm[0] * min(g, cfg[CARD_MAX_GOLD]) - g * cost[GOLD]
-    if c == cfg[SCHEMING]:
-        rival = fm[3]
-        first = 1.0 if g > rival else (0.5 if g == rival else 0.0)
-        out = fm[2] * first - g * pos[7][im[0], GOLD]
+    if c == card:
+        out = card_value * min(g, card_max_gold) - g * cost[GOLD]
+    if c == scheming:
+        first = 1.0 if g > rival_scheming else (0.5 if g == rival_scheming else 0.0)
+        out = scheming_worth * first - g * worth_now[seat, GOLD]
     return out
 
 
 @jit
-def _room(bid, counted, max_chars, out):
-    """``heuristics._room``: the targets a token may still join."""
+def _room(bid, counted, max_characters, out):
+    """``heuristics._room``: the targets a token may still join (at most ``max_characters`` carry tokens)."""
     T = bid.shape[0]
     used = 0
     for c in range(T):
         used += (bid[c, 0] > 0 or bid[c, 1] > 0 or bid[c, 2] > 0) and counted[c]
     for c in range(T):
         carries = (bid[c, 0] > 0 or bid[c, 1] > 0 or bid[c, 2] > 0) and counted[c]
-        out[c] = used < max_chars or carries or not counted[c]
+        out[c] = used < max_characters or carries or not counted[c]
 
 
 @jit
-def _plan_bid(rng, model, tokens, max_group, improve, pos, tb):
+def _plan_bid(rng, model, tokens, max_group, improve, pos, t):
     """``heuristics.plan_bid``: every token, strongest first, where it adds most value per token; then single
     tokens moved while that helps."""
-    cfg, legal = tb[0], tb[2]
-    T = cfg[T_]
+    T, legal, scheming, max_characters = t.targets, t.legal, t.scheming, t.max_characters
     bid = np.zeros((T, 3), dtype=np.int64)
     current = np.empty(T)
     for c in range(T):
-        current[c] = _value(model, c, bid[c, 0], bid[c, 1], bid[c, 2], pos, tb)
+        current[c] = _bid_worth(model, c, bid[c, 0], bid[c, 1], bid[c, 2], pos, t)
     counted = np.ones(T, dtype=np.bool_)
-    if cfg[SCHEMING] >= 0:
-        counted[cfg[SCHEMING]] = False
+    if scheming >= 0:
+        counted[scheming] = False  # the Scheming space is not one of the six
     room = np.empty(T, dtype=np.bool_)
     trial = np.empty(3, dtype=np.int64)
     for k in range(3):
         left = tokens[k]
         while left > 0:
             n_groups = min(left, max_group)
-            noise = np.empty((n_groups, T))
+            noise = np.empty((n_groups, T))  # ties broken at random
             for m in range(n_groups):
                 for c in range(T):
                     noise[m, c] = rng.random() * 1e-6
-            _room(bid, counted, cfg[MAX_CHARS], room)
+            _room(bid, counted, max_characters, room)
             best, bm, bc = NEG, 0, 0
             for m in range(n_groups):
                 for c in range(T):
                     if legal[c, k] and room[c]:
                         trial[:] = bid[c]
                         trial[k] += m + 1
-                        v = (_value(model, c, trial[0], trial[1], trial[2], pos, tb) - current[c]) / (m + 1) + noise[
-                            m, c
-                        ]
+                        gain = _bid_worth(model, c, trial[0], trial[1], trial[2], pos, t) - current[c]
+                        v = gain / (m + 1) + noise[m, c]
                     else:
                         v = NEG
                     if v > best:
                         best, bm, bc = v, m, c
             bid[bc, k] += bm + 1
             left -= bm + 1
-            current[bc] = _value(model, bc, bid[bc, 0], bid[bc, 1], bid[bc, 2], pos, tb)
+            current[bc] = _bid_worth(model, bc, bid[bc, 0], bid[bc, 1], bid[bc, 2], pos, t)
     for _ in range(improve):
-        if not _improve_once(model, bid, counted, pos, tb):
+        if not _improve_once(model, bid, counted, pos, t):
             break
     return bid
 
 
 @jit
-def _improve_once(model, bid, counted, pos, tb):
+def _improve_once(model, bid, counted, pos, t):
     """``heuristics._improve_once``: move the one token whose move adds most value, if any does."""
-    cfg, legal = tb[0], tb[2]
-    T = cfg[T_]
+    T, legal, max_characters = t.targets, t.legal, t.max_characters
     current = np.empty(T)
     for c in range(T):
-        current[c] = _value(model, c, bid[c, 0], bid[c, 1], bid[c, 2], pos, tb)
+        current[c] = _bid_worth(model, c, bid[c, 0], bid[c, 1], bid[c, 2], pos, t)
     best = 1e-6
     move_from, move_to, move_k = -1, -1, -1
     gain_add = np.empty(T)
@@ -956,17 +1233,17 @@ def _improve_once(model, bid, counted, pos, tb):
         for c in range(T):
             trial[:] = bid[c]
             trial[k] += 1
-            gain_add[c] = _value(model, c, trial[0], trial[1], trial[2], pos, tb) - current[c]
+            gain_add[c] = _bid_worth(model, c, trial[0], trial[1], trial[2], pos, t) - current[c]
             if bid[c, k] > 0:
                 trial[k] -= 2
-                gain_take[c] = _value(model, c, trial[0], trial[1], trial[2], pos, tb) - current[c]
+                gain_take[c] = _bid_worth(model, c, trial[0], trial[1], trial[2], pos, t) - current[c]
             else:
                 gain_take[c] = NEG
         for c1 in range(T):
             if bid[c1, k] <= 0:
                 continue
             bid[c1, k] -= 1
-            _room(bid, counted, cfg[MAX_CHARS], room)
+            _room(bid, counted, max_characters, room)
             bid[c1, k] += 1
             g_best, c2, any_open = NEG, 0, False
             for c in range(T):
@@ -992,32 +1269,38 @@ def _improve_once(model, bid, counted, pos, tb):
 
 
 @jit
-def _bid_value(rng, view, pos, tb, prm, ipr):
+def _value_bot_bid(rng, view, pos, t, j, bot):
     """``ValueBot.bid``."""
-    iv, tokens, scheming_gold = view[0], view[1], view[8]
-    cfg = tb[0]
-    G = _gains(pos, _character_deltas(pos, view, tb, prm), prm, tb)
-    model = _model(rng, view, pos, G, ipr[ME], ipr[SAMPLES], prm[MIRROR], tb, prm, ipr)
-    puppet = cfg[PUPPET]
+    me, tokens = view.me, view.tokens
+    puppet = t.puppet
+    samples, mirror, max_group, improve = bot.samples, bot.mirror, bot.max_group, bot.improve
+    G = _gains(pos, _character_deltas(pos, view, t, j), j, t)
+    model = _bid_model(rng, view, pos, G, me, samples, mirror, t, j, bot)
     if puppet >= 0:
-        guy = tokens[puppet]
-        fm = model[4]
-        fm[1] = prm[GUY_RISK]
-        fm[2] = prm[PRIORITY] * (4.0 * guy[FORCE] + 2.0 * guy[BLACKMAIL] + 1.0)
-        fm[3] = scheming_gold[1] if iv[0] > 1 else 0
-    return _plan_bid(rng, model, tokens[0], ipr[GROUP], ipr[IMPROVE], pos, tb)
+        model = _two_player(model, view, t, bot)
+    return _plan_bid(rng, model, tokens[0], max_group, improve, pos, t)
 
 
 @jit
-def _bid_area(rng, view, pos, tb, prm, ipr):
+def _two_player(model, view, t, bot):
+    """``ValueBot._two_player``: Guy may tie or beat our bids, and Scheming Gold buys priority over his tokens."""
+    tokens, scheming_gold, round_ = view.tokens, view.scheming_gold, view.round
+    guy = tokens[t.puppet]
+    scheming_worth = bot.priority * (4.0 * guy[FORCE] + 2.0 * guy[BLACKMAIL] + 1.0)
+    rival_scheming = scheming_gold[1] if round_ > 1 else 0
+    return _with_guy_terms(model, bot.guy_risk, scheming_worth, rival_scheming)
+
+
+@jit
+def _area_bot_bid(rng, view, pos, t, j, bot):
     """``AreaBot.bid``."""
-    tokens, free = view[1], view[7]
-    cfg, legal, char_area, spaces = tb[0], tb[2], tb[7], tb[8]
-    S, T, C, A = cfg[S_], cfg[T_], cfg[C_], cfg[A_]
-    me = view[0][7]
-    D = _character_deltas(pos, view, tb, prm)
-    G = _gains(pos, D, prm, tb)
-    add = pos[6]
+    me, tokens, free, add = view.me, view.tokens, view.free, pos.add
+    S, T, C, A = t.seats, t.targets, t.n_characters, t.areas
+    spy, apothecary, puppet = t.spy, t.apothecary, t.puppet
+    legal, char_area, spaces = t.legal, t.char_area, t.spaces
+    samples, mirror, focus, max_group, improve = bot.samples, bot.mirror, bot.focus, bot.max_group, bot.improve
+    D = _character_deltas(pos, view, t, j)
+    G = _gains(pos, D, j, t)
     area_part = np.zeros(T)
     fill = np.empty(A)
     for a in range(A):
@@ -1026,13 +1309,13 @@ def _bid_area(rng, view, pos, tb, prm, ipr):
     for c in range(C):
         a = char_area[c]
         if a >= 0 and free[a] > 0:
-            mine = _gain(pos, add[a, 0], me, prm, tb, buf)
-            least = np.inf
-            for j in range(1, S):
-                least = min(least, _gain(pos, add[a, j], me, prm, tb, buf))
+            mine = _gain(pos, add[a, 0], me, j, t, buf)
+            least = np.inf  # the rival who would gain most from the cube
+            for r in range(1, S):
+                least = min(least, _gain(pos, add[a, r], me, j, t, buf))
             area_part[c] = (mine - least) * (1.0 + fill[a])
     late = 0.5 + float(_sum(fill) / A)
-    for c in (cfg[SPY], cfg[APO]):
+    for c in (spy, apothecary):
         if c >= 0:
             area_part[c] = max(G[c, 0, 0], 0.0) * late
     value = np.empty(T)
@@ -1041,58 +1324,41 @@ def _bid_area(rng, view, pos, tb, prm, ipr):
     G2 = G.copy()
     for c in range(T):
         G2[c, 0, 0] = value[c]
-    model = _model(rng, view, pos, G2, ipr[ME], ipr[SAMPLES], prm[MIRROR], tb, prm, ipr)
+    model = _bid_model(rng, view, pos, G2, me, samples, mirror, t, j, bot)
     order = _stable_order(-value)
     blocked = np.ones(T, dtype=np.bool_)
-    for i in range(min(ipr[FOCUS], T)):
+    for i in range(min(focus, T)):
         blocked[order[i]] = False
-    mvalue = model[0]
+    model_value = model.value
     for c in range(T):
         if not legal[c, FORCE] and not legal[c, BLACKMAIL]:
             blocked[c] = False  # Gold-only spaces stay open
         if blocked[c]:
-            mvalue[c] = 0.0
-    if cfg[PUPPET] >= 0:
-        model[4][1] = 0.4
-    return _plan_bid(rng, model, tokens[0], ipr[GROUP], ipr[IMPROVE], pos, tb)
+            model_value[c] = 0.0
+    if puppet >= 0:
+        model = _with_guy_terms(model, 0.4, model.scheming_worth, model.rival_scheming)
+    return _plan_bid(rng, model, tokens[0], max_group, improve, pos, t)
 
 
 @jit
-def _room_bargain(bid, c, cfg):
-    """``BargainBot._room``."""
-    if c == cfg[SCHEMING] or bid[c, 0] > 0 or bid[c, 1] > 0 or bid[c, 2] > 0:
+def _bargain_room(bid, c, t):
+    """``BargainBot._room``: whether target ``c`` may take tokens (at most six characters carry them)."""
+    scheming, C, max_characters = t.scheming, t.n_characters, t.max_characters
+    if c == scheming or bid[c, 0] > 0 or bid[c, 1] > 0 or bid[c, 2] > 0:
         return True
     used = 0
-    for x in range(cfg[C_]):
+    for x in range(C):
         used += bid[x, 0] > 0 or bid[x, 1] > 0 or bid[x, 2] > 0
-    return used < cfg[MAX_CHARS]
+    return used < max_characters
 
 
 @jit
-def _bid_bargain(rng, view, pos, tb, prm, ipr):
-    """``BargainBot.bid``."""
-    tokens = view[1]
-    cfg, legal, token_points, strength = tb[0], tb[2], tb[9], tb[10]
-    T, C = cfg[T_], cfg[C_]
-    G = _gains(pos, _character_deltas(pos, view, tb, prm), prm, tb)
-    model = _model(rng, view, pos, G, ipr[ME], ipr[SAMPLES], prm[MIRROR], tb, prm, ipr)
-    sorted_keys, top, fm = model[1], model[3], model[4]
-    K = model[8][1]
-    value = np.empty(T)
-    for c in range(T):
-        value[c] = max(model[0][c], 0.0)
-    printer = cfg[PRINTER]
-    if printer >= 0:
-        value[printer] = value[printer] * prm[PRINTER_BONUS] + 2.0
-    if cfg[CARD] >= 0:
-        value[cfg[CARD]] = fm[0]
-    left = tokens[0].copy()
-    bid = np.zeros((T, 3), dtype=np.int64)
-    noise = np.empty(T)
-    for c in range(T):
-        noise[c] = rng.random() * 1e-6
-    # _prices: every bid on one character (up to six Gold), and how often it is strictly highest
-    nf, nb, ng = left[FORCE] + 1, left[BLACKMAIL] + 1, min(left[GOLD], 6) + 1
+def _prices(model, held, t):
+    """``BargainBot._prices``: every bid we could place on one character (up to six Gold), and per character how
+    often it would be strictly highest against the sampled opposing bids (0 where a token type is not allowed)."""
+    sorted_keys, K = model.sorted_keys, model.samples
+    C, strength, legal = t.n_characters, t.strength, t.legal
+    nf, nb, ng = held[FORCE] + 1, held[BLACKMAIL] + 1, min(held[GOLD], 6) + 1
     N = nf * nb * ng
     bids = np.empty((N, 3), dtype=np.int64)
     n = 0
@@ -1102,27 +1368,55 @@ def _bid_bargain(rng, view, pos, tb, prm, ipr):
                 bids[n, 0], bids[n, 1], bids[n, 2] = f, b, g
                 n += 1
     win = np.zeros((C, N))
-    cost = np.empty(N)
     for n in range(N):
-        cost[n] = bids[n, 0] * token_points[0] + bids[n, 1] * token_points[1] + bids[n, 2] * token_points[2]
         q = bids[n, 0] * strength[0] + bids[n, 1] * strength[1] + bids[n, 2] * strength[2]
         for c in range(C):
             allowed = True
             for k in range(3):
                 allowed = allowed and (bids[n, k] == 0 or legal[c, k])
             if allowed:
-                win[c, n] = _count_below(sorted_keys[c], q, model[8][3] == 1) / K
+                win[c, n] = _count_below(sorted_keys[c], q) / K
+    return bids, win
+
+
+@jit
+def _bargain_bot_bid(rng, view, pos, t, j, bot):
+    """``BargainBot.bid``."""
+    me, tokens = view.me, view.tokens
+    T, C, printer, card, scheming = t.targets, t.n_characters, t.printer, t.card, t.scheming
+    legal, tp = t.legal, t.token_points
+    samples, mirror, printer_bonus, sure_share = bot.samples, bot.mirror, bot.printer_bonus, bot.sure
+    G = _gains(pos, _character_deltas(pos, view, t, j), j, t)
+    model = _bid_model(rng, view, pos, G, me, samples, mirror, t, j, bot)
+    K, top, model_value, card_value = model.samples, model.top, model.value, model.card_value
+    value = np.empty(T)
+    for c in range(T):
+        value[c] = max(model_value[c], 0.0)
+    if printer >= 0:
+        value[printer] = value[printer] * printer_bonus + 2.0
+    if card >= 0:
+        value[card] = card_value
+    left = tokens[0].copy()
+    bid = np.zeros((T, 3), dtype=np.int64)
+    noise = np.empty(T)
+    for c in range(T):
+        noise[c] = rng.random() * 1e-6
+    bids, win = _prices(model, left, t)
+    N = bids.shape[0]
+    cost = np.empty(N)
+    for n in range(N):
+        cost[n] = bids[n, 0] * tp[0] + bids[n, 1] * tp[1] + bids[n, 2] * tp[2]
     sure = np.zeros((C, N), dtype=np.bool_)
     for c in range(C):
         for n in range(N):
             placed = bids[n, 0] > 0 or bids[n, 1] > 0 or bids[n, 2] > 0
-            sure[c, n] = win[c, n] >= prm[SURE] and value[c] > 0 and placed and c != cfg[CARD]
+            sure[c, n] = win[c, n] >= sure_share and value[c] > 0 and placed and c != card
     ratio = np.empty(C)
     cheapest = np.zeros(C, dtype=np.int64)
     open_ = np.empty(C, dtype=np.bool_)
     while True:  # buy the best bargain that is still affordable
         for c in range(C):
-            open_[c] = not (bid[c, 0] > 0 or bid[c, 1] > 0 or bid[c, 2] > 0) and _room_bargain(bid, c, cfg)
+            open_[c] = not (bid[c, 0] > 0 or bid[c, 1] > 0 or bid[c, 2] > 0) and _bargain_room(bid, c, t)
         any_ok = False
         for c in range(C):
             low, at, row_ok = np.inf, 0, False
@@ -1159,7 +1453,7 @@ def _bid_bargain(rng, view, pos, tb, prm, ipr):
     for c in _stable_order(neglected):  # one Gold on each neglected character
         if left[GOLD] == 0 or value[c] <= 0 or c >= C:
             break
-        if legal[c, GOLD] and not (bid[c, 0] > 0 or bid[c, 1] > 0 or bid[c, 2] > 0) and _room_bargain(bid, c, cfg):
+        if legal[c, GOLD] and not (bid[c, 0] > 0 or bid[c, 1] > 0 or bid[c, 2] > 0) and _bargain_room(bid, c, t):
             bid[c, GOLD] += 1
             left[GOLD] -= 1
     score = np.empty(T)
@@ -1172,7 +1466,7 @@ def _bid_bargain(rng, view, pos, tb, prm, ipr):
         if printer >= 0:
             score[printer] += 100.0
         for c in range(T):
-            if not (legal[c, k] and _room_bargain(bid, c, cfg)) or c == cfg[SCHEMING]:
+            if not (legal[c, k] and _bargain_room(bid, c, t)) or c == scheming:
                 score[c] = NEG
         c = _argmax(score)
         bid[c, k] += left[k]
@@ -1184,75 +1478,70 @@ def _bid_bargain(rng, view, pos, tb, prm, ipr):
 
 
 @jit
-def _cube(rng, kind, view, pos, mask, tb, prm):
-    """``HeuristicBot.cube``: the legal cube choice that raises our margin most; decline where allowed when
-    nothing helps."""
-    iv = view[0]
-    me = iv[7]
-    cfg = tb[0]
-    S, A = cfg[S_], cfg[A_]
-    move = pos[8]
+def _cube(rng, kind, view, pos, mask, t, j, bot):
+    """``HeuristicBot.cube``: Spy, Apothecary (both picks) and Remove: the legal choice that raises our margin
+    most; decline where allowed when nothing helps."""
+    me, for_puppet = view.me, view.for_puppet
+    a1, s1 = view.apothecary_first  # the Apothecary's first cube (second pick)
+    move, movable = pos.move, pos.movable
+    S, A, puppet = t.seats, t.areas, t.puppet
+    decline_below = bot.decline_below
     gain = np.empty((A, S))
     gain[:] = NEG
     buf = np.empty(S)
     change = np.empty(S + 1)
-    if kind == K_APO1:
-        movable = pos[5]
+    if kind == K_APO1:  # the first cube, at its best swap
         for a in range(A):
             for v in range(S):
                 if not mask[1 + a * S + v]:
                     continue
                 for s2 in range(S):
                     for a2 in range(A):
-                        if _swap_ok(movable, a, v, s2, a2):
-                            _swap_delta(move, a, v, s2, a2, change)
-                            gain[a, v] = max(gain[a, v], _gain(pos, change, me, prm, tb, buf))
+                        if _may_swap(movable, a, v, s2, a2):
+                            _swap_change(move, a, v, s2, a2, change)
+                            gain[a, v] = max(gain[a, v], _gain(pos, change, me, j, t, buf))
     else:
         for a in range(A):
             for v in range(S):
                 if not mask[1 + a * S + v]:
                     continue
                 if kind == K_SPY:
-                    owner = cfg[PUPPET] if iv[3] else me
-                    gain[a, v] = _gain(pos, move[a, v, owner], me, prm, tb, buf)
+                    owner = puppet if for_puppet else me
+                    gain[a, v] = _gain(pos, move[a, v, owner], me, j, t, buf)
                 elif kind == K_REMOVE:
-                    _removal(pos, view, a, v, tb, prm, change)
-                    gain[a, v] = _gain(pos, change, me, prm, tb, buf)
-                else:  # K_APO2: the first pick's owner s1 swaps with v
-                    a1, s1 = iv[4], iv[5]
+                    _removal(pos, view, a, v, t, j, change)
+                    gain[a, v] = _gain(pos, change, me, j, t, buf)
+                else:  # the Apothecary's second cube: the first pick's owner s1 swaps with v
                     for x in range(S + 1):
                         change[x] = move[a1, s1, v, x] + move[a, v, s1, x]
-                    gain[a, v] = _gain(pos, change, me, prm, tb, buf)
+                    gain[a, v] = _gain(pos, change, me, j, t, buf)
     best, ba, bv = NEG, 0, 0
     for a in range(A):
         for v in range(S):
             g = gain[a, v] + rng.random() * 1e-9
             if g > best:
                 best, ba, bv = g, a, v
-    if mask[0] and best <= prm[DECLINE_BELOW]:
+    if mask[0] and best <= decline_below:
         return 0
     return 1 + ba * S + bv
 
 
 @jit
-def _guy(rng, view, pos, mask, tb, prm):
-    """``HeuristicBot.guy``: place one bid for Guy, the option with the best change in our margin once the
-    opponent has answered with its own best placement (two plies); pass where allowed if nothing beats passing."""
-    iv, tokens, bids = view[0], view[1], view[6]
-    cfg, strength, guy_legal = tb[0], tb[10], tb[11]
-    S, C, puppet = cfg[S_], cfg[C_], cfg[PUPPET]
-    G = _gains(pos, _character_deltas(pos, view, tb, prm), prm, tb)
-    guy = tokens[puppet]
-    # _guy_options: every placement (character, answered player, tie/beat): its tokens and the change it makes
+def _guy_options(view, guy, G, t):
+    """``HeuristicBot._guy_options``: every Guy placement ``4 c + 2 p + mode`` (character ``c``, answering player
+    ``p``'s bid, a tie (mode 0) or a beat (mode 1)): its tokens (D11) and every seat's change in margin once that
+    character is resolved with it, against the outcome without it."""
+    bids = view.bids
+    S, C, puppet, strength, guy_legal = t.seats, t.n_characters, t.puppet, t.strength, t.guy_legal
     n_opt = 4 * C
-    tok = np.zeros((n_opt, 3), dtype=np.int64)
+    tokens = np.zeros((n_opt, 3), dtype=np.int64)
     value = np.zeros((n_opt, S))
     keys = np.empty((S, C), dtype=np.int64)
     for s in range(S):
         for c in range(C):
             keys[s, c] = bids[s, c, 0] * strength[0] + bids[s, c, 1] * strength[1] + bids[s, c, 2] * strength[2]
     for c in range(C):
-        most = keys[0, c]
+        most = keys[0, c]  # the winner without Guy's bid (HeuristicBot._winners)
         who = 0
         for s in range(1, S):
             if keys[s, c] > most:
@@ -1265,15 +1554,15 @@ def _guy(rng, view, pos, mask, tb, prm):
             for mode in range(2):
                 i = 4 * c + 2 * p + mode
                 for k in range(3):
-                    tok[i, k] = bids[p, c, k]
+                    tokens[i, k] = bids[p, c, k]
                 if mode == 1:
-                    t = _beats(bids[p, c, 0], bids[p, c, 1], bids[p, c, 2], guy, guy_legal[c])
-                    if t >= 0:
-                        tok[i, t] += 1
-                gk = tok[i, 0] * strength[0] + tok[i, 1] * strength[1] + tok[i, 2] * strength[2]
+                    beat = _guy_beat(bids[p, c, 0], bids[p, c, 1], bids[p, c, 2], guy, guy_legal[c])
+                    if beat >= 0:
+                        tokens[i, beat] += 1
+                gk = tokens[i, 0] * strength[0] + tokens[i, 1] * strength[1] + tokens[i, 2] * strength[2]
                 k0, k1 = keys[0, c], keys[1, c]
                 top = max(max(k0, k1), gk)
-                n_top = (k0 == top) + (k1 == top) + (gk == top)
+                n_top = int(k0 == top) + int(k1 == top) + int(gk == top)  # ints: NumPy adds bools as "or"
                 winner = puppet if gk == top else (1 if k1 == top else 0)
                 if not (n_top == 1 and top > 0):
                     winner = -1
@@ -1281,41 +1570,62 @@ def _guy(rng, view, pos, mask, tb, prm):
                     outcome = G[c, winner, s] if winner >= 0 else 0.0
                     before = G[c, who, s] if sole else 0.0
                     value[i, s] = outcome - before
-    # which player bids Guy may still answer (D10): Guy has not bid there
+    return tokens, value
+
+
+@jit
+def _guy_open(bids, t):
+    """``HeuristicBot._guy_open``: (C, 2), D10: a player's bid that Guy may answer (Guy has not bid there; not the
+    Card space)."""
+    C, puppet, card = t.n_characters, t.puppet, t.card
     open_ = np.zeros((C, 2), dtype=np.bool_)
     for c in range(C):
         guy_there = bids[puppet, c, 0] > 0 or bids[puppet, c, 1] > 0 or bids[puppet, c, 2] > 0
         for p in range(2):
             has = bids[p, c, 0] > 0 or bids[p, c, 1] > 0 or bids[p, c, 2] > 0
-            open_[c, p] = has and not guy_there and c != cfg[CARD]
-    can_pass = iv[6] + 1 >= 2
+            open_[c, p] = has and not guy_there and c != card
+    return open_
+
+
+@jit
+def _guy(rng, view, pos, mask, t, j):
+    """``HeuristicBot.guy``: place one bid for Guy, the option with the best change in our margin once the
+    opponent has answered with its own best placement (two plies); pass where allowed if nothing beats passing."""
+    bids, guy_bids = view.bids, view.guy_bids
+    guy = view.tokens[t.puppet]
+    C, guy_legal = t.n_characters, t.guy_legal
+    G = _gains(pos, _character_deltas(pos, view, t, j), j, t)
+    tokens, value = _guy_options(view, guy, G, t)
+    n_opt = 4 * C
+    open_ = _guy_open(bids, t)
+    can_pass = guy_bids + 1 >= 2  # D12: from the third Guy bid on, the opponent may pass
     score = np.empty(n_opt)
     left = np.empty(3, dtype=np.int64)
     for i in range(n_opt):
         c = i // 4
         for k in range(3):
-            left[k] = guy[k] - tok[i, k]
+            left[k] = guy[k] - tokens[i, k]  # Guy's tokens after our option
         # the opponent's replies: its options are ours seen from its seat (answered 0 = its own bid)
         best_j, best_v, fits_any = 0, NEG, False
-        for j in range(n_opt):
-            cj, rj = j // 4, (j % 4) // 2
-            mj = j % 2
+        for opt in range(n_opt):
+            cj, rj = opt // 4, (opt % 4) // 2
+            mj = opt % 2
             if cj == c or not open_[cj, 1 - rj]:
                 continue
             p_bid = 1 - rj  # the bid it answers (theirs first): answered_r[cj, rj] = bids[1 - rj, cj]
-            if mj == 0:
+            if mj == 0:  # a tie: Guy can pay it
                 ok = bids[p_bid, cj, 0] <= left[0] and bids[p_bid, cj, 1] <= left[1] and bids[p_bid, cj, 2] <= left[2]
             else:
-                ok = _beats(bids[p_bid, cj, 0], bids[p_bid, cj, 1], bids[p_bid, cj, 2], left, guy_legal[cj]) >= 0
+                ok = _guy_beat(bids[p_bid, cj, 0], bids[p_bid, cj, 1], bids[p_bid, cj, 2], left, guy_legal[cj]) >= 0
             if not ok:
                 continue
             fits_any = True
-            jr = 4 * cj + 2 * (1 - rj) + mj  # val_r[j] = value[c, 1 - r, mode]
+            jr = 4 * cj + 2 * (1 - rj) + mj  # val_r[opt] = value[cj, 1 - rj, mj]
             v = value[jr, 1]
             if v > best_v:
-                best_v, best_j = v, j
+                best_v, best_j = v, opt
         answered = fits_any and not (can_pass and best_v <= 0)
-        answered = answered and iv[6] + 1 < MAX_GUY_BIDS
+        answered = answered and guy_bids + 1 < MAX_GUY_BIDS
         jr = 4 * (best_j // 4) + 2 * (1 - (best_j % 4) // 2) + best_j % 2
         mine = value[i, 0]
         total = mine + (value[jr, 0] if answered else 0.0)
@@ -1334,29 +1644,30 @@ def _guy(rng, view, pos, mask, tb, prm):
 
 
 @jit
-def _decide_many(rng, observations, masks, tb, prm, ipr, actions):
-    """``HeuristicBot.act`` for each row in order (the same draws as one ``act`` call per row), into ``actions``.
-    Returns how many rows broke the mask and played the legal default instead (a fallback; never expected)."""
-    cfg, offsets, block = tb[0], tb[18], tb[19]
-    T, D = cfg[T_], cfg[DIMS]
+def _decide_many(rng, observations, masks, tables, starts, settings, judgement, actions):
+    """``HeuristicBot.act_reference`` for each row in order (the same draws as one ``act`` call per row), into
+    ``actions``. Returns how many rows broke the mask and played the legal default instead (never expected).
+    ``tables``, ``starts``, ``settings``, ``judgement``: the fields of :class:`Tables`, :class:`FeatureStarts`,
+    :class:`Bot`, :class:`Judgement` as plain tuples (see :func:`_arguments_after_rows`)."""
+    t, at, bot, j = Tables(*tables), FeatureStarts(*starts), Bot(*settings), Judgement(*judgement)
+    T, D, block, offsets, style = t.targets, t.dims, t.block, t.offsets, bot.style
     fallbacks = 0
     for row in range(observations.shape[0]):
         obs, mask, action = observations[row], masks[row], actions[row]
         for d in range(D):
             action[d] = 0
-        view = _decode(obs, tb)
-        kind = view[0][2]
+        view = _view(obs, t, at)
+        kind = view.decision
         if kind == K_NONE:
             continue
-        pos = _position(view, tb, prm)
+        pos = _position(view, t, j)
         if kind == K_BID:
-            style = ipr[STYLE]
             if style == VALUE:
-                bid = _bid_value(rng, view, pos, tb, prm, ipr)
+                bid = _value_bot_bid(rng, view, pos, t, j, bot)
             elif style == BARGAIN:
-                bid = _bid_bargain(rng, view, pos, tb, prm, ipr)
+                bid = _bargain_bot_bid(rng, view, pos, t, j, bot)
             else:
-                bid = _bid_area(rng, view, pos, tb, prm, ipr)
+                bid = _area_bot_bid(rng, view, pos, t, j, bot)
             for k in range(3):  # Codec.action_from_bid: each type's tokens in target order
                 d = block[k]
                 for c in range(T):
@@ -1364,9 +1675,9 @@ def _decide_many(rng, observations, masks, tb, prm, ipr, actions):
                         action[d] = c
                         d += 1
         elif kind == K_GUY:
-            action[0] = _guy(rng, view, pos, mask, tb, prm)
+            action[0] = _guy(rng, view, pos, mask, t, j)
         else:
-            action[0] = _cube(rng, kind, view, pos, mask, tb, prm)
+            action[0] = _cube(rng, kind, view, pos, mask, t, j, bot)
         legal = True
         for d in range(D):
             legal = legal and mask[offsets[d] + action[d]] != 0
@@ -1383,7 +1694,7 @@ def _decide_many(rng, observations, masks, tb, prm, ipr, actions):
     return fallbacks
 
 
-# --- from a bot to the arrays ----------------------------------------------------------------------------------
+# --- from a bot to the named tuples ------------------------------------------------------------------------------
 
 _AREA_TABLES: dict[tuple, np.ndarray] = {}
 
@@ -1406,76 +1717,114 @@ def _area_table(spaces: np.ndarray, support: np.ndarray, bonus: bool, seats: int
     return table
 
 
-def tables(bot: Any) -> tuple:
-    """The static arrays of a bot's variant (``appraisal.Tables``, the observation layout, the action codec)."""
+def tables(bot: Any) -> tuple[Tables, FeatureStarts]:
+    """The static data of a bot's variant (``appraisal.Tables``, the action codec) and where the observation's
+    features start: every number and array of one type in every variant, so that one compiled ``_decide_many``
+    serves them all."""
     t, layout, codec = bot.t, bot.layout, bot.codec
-    at = layout._at
-    n_cards = len(t.cards)
-    cfg = np.zeros(N_CFG, dtype=np.int64)
-    cfg[[S_, P_, PUPPET, A_, T_, C_]] = t.seats, t.players, t.puppet, t.areas, t.targets, t.n_characters
-    cfg[[SPY, APO, CARD, SCHEMING]] = t.spy, t.apothecary, t.card, t.scheming
-    cfg[[BONUS_ON, REFUNDS, MAX_CHARS, CARD_MAX_GOLD]] = t.bonus, t.refunds, t.max_characters, t.card_max_gold
-    cfg[[RADIX, N_CARDS, CHOICES, DIMS, PRINTER]] = (
-        int(t.spaces.max()) + 1,
-        n_cards,
-        codec.C,
-        len(codec.nvec),
-        t.printer,
-    )
-    names = ("round", "rounds_left", "decision", "for_puppet", "tokens", "support", "supply", "bank", "cubes", "bids",
-             "free", "apothecary_first", "scheming_gold", "guy_bids", "deck_left")  # fmt: skip
-    F = np.array([at.get(name, -1) for name in names] + [layout.features["decision"].size], dtype=np.int64)
     cards = t.cards
-    return (
-        cfg,
-        F,
-        t.legal.astype(np.bool_),
-        t.bid_targets.astype(np.float64),
-        t.bid_count.astype(np.float64),
-        t.support.astype(np.float64),
-        t.char_tokens.astype(np.int64),
-        t.char_area.astype(np.int64),
-        t.spaces.astype(np.int64),
-        t.token_points.astype(np.float64),
-        t.strength.astype(np.int64),
-        t.guy_legal.astype(np.bool_),
-        t.others.astype(np.int64),
-        _area_table(t.spaces, t.area_support, t.bonus, t.seats),
-        np.array([c.remove for c in cards] or [False], dtype=np.bool_),
-        np.array([c.support for c in cards] or [0], dtype=np.float64),
-        np.array([c.tokens for c in cards] or [(0, 0, 0)], dtype=np.float64).reshape(-1, 3),
-        t.deck_full.astype(np.float64) if n_cards else np.zeros(1),
-        codec.offsets.astype(np.int64),
-        codec.block.astype(np.int64),
+    static = Tables(
+        seats=int(t.seats),
+        players=int(t.players),
+        puppet=int(t.puppet),
+        areas=int(t.areas),
+        targets=int(t.targets),
+        n_characters=int(t.n_characters),
+        spy=int(t.spy),
+        apothecary=int(t.apothecary),
+        card=int(t.card),
+        scheming=int(t.scheming),
+        printer=int(t.printer),
+        bonus=bool(t.bonus),
+        refunds=bool(t.refunds),
+        max_characters=int(t.max_characters),
+        card_max_gold=int(t.card_max_gold),
+        legal=t.legal.astype(np.bool_),
+        bid_targets=t.bid_targets.astype(np.float64),
+        bid_count=t.bid_count.astype(np.float64),
+        support=t.support.astype(np.float64),
+        char_tokens=t.char_tokens.astype(np.int64),
+        char_area=t.char_area.astype(np.int64),
+        spaces=t.spaces.astype(np.int64),
+        token_points=t.token_points.astype(np.float64),
+        strength=t.strength.astype(np.int64),
+        guy_legal=t.guy_legal.astype(np.bool_),
+        others=t.others.astype(np.int64),
+        area_points=_area_table(t.spaces, t.area_support, t.bonus, t.seats),
+        radix=int(t.spaces.max()) + 1,
+        n_cards=len(cards),
+        card_remove=np.array([c.remove for c in cards] or [False], dtype=np.bool_),
+        card_support=np.array([c.support for c in cards] or [0], dtype=np.float64),
+        card_tokens=np.array([c.tokens for c in cards] or [(0, 0, 0)], dtype=np.float64).reshape(-1, 3),
+        deck_full=t.deck_full.astype(np.float64) if cards else np.zeros(1),
+        decisions=int(layout.features["decision"].size),
+        offsets=codec.offsets.astype(np.int64),
+        block=codec.block.astype(np.int64),
+        dims=len(codec.nvec),
     )
+    return static, FeatureStarts(**{name: int(layout._at.get(name, -1)) for name in FeatureStarts._fields})
 
 
-def params(bot: Any) -> tuple[np.ndarray, np.ndarray]:
-    """A bot's weights as arrays (read at every call, so that a changed attribute counts at once)."""
+def params(bot: Any) -> tuple[Bot, Judgement]:
+    """A bot's settings and judgement (read at every call, so that a changed attribute counts at once)."""
     j = bot.judgement
-    prm = np.array(
-        [j.rival_weight, j.prior_income, j.prior_rounds, j.fill_rate, j.unsettled, *j.power, j.refund_power, j.hoard,
-         j.special_scale, j.lock, j.trailing, bot.habit, bot.sharpness, bot.spread, bot.clumping, bot.persistence,
-         bot.mirror, bot.spend, bot.decline_below, getattr(bot, "guy_risk", 0.0), getattr(bot, "priority", 0.0),
-         getattr(bot, "printer_bonus", 0.0), getattr(bot, "sure", 0.0)],
-        dtype=np.float64,
-    )  # fmt: skip
     style = STYLES[bot.name]
-    group, improve = (8, 3) if style == AREA else (5, 6)  # plan_bid's max_group and improve, as each style calls it
-    ipr = np.array([style, bot.samples, bot.inner_samples, bot.mirror_rivals, getattr(bot, "focus", 0), group, improve,
-                    5, 0, 0], dtype=np.int64)  # fmt: skip
-    return prm, ipr
+    max_group, improve = (8, 3) if style == AREA else (5, 6)  # plan_bid's max_group and improve, as each style calls it
+    settings = Bot(
+        style=style,
+        samples=int(bot.samples),
+        inner_samples=int(bot.inner_samples),
+        mirror_rivals=int(bot.mirror_rivals),
+        habit=float(bot.habit),
+        sharpness=float(bot.sharpness),
+        spread=float(bot.spread),
+        clumping=float(bot.clumping),
+        persistence=float(bot.persistence),
+        mirror=float(bot.mirror),
+        spend=float(bot.spend),
+        decline_below=float(bot.decline_below),
+        guy_risk=float(getattr(bot, "guy_risk", 0.0)),
+        priority=float(getattr(bot, "priority", 0.0)),
+        printer_bonus=float(getattr(bot, "printer_bonus", 0.0)),
+        sure=float(getattr(bot, "sure", 0.0)),
+        focus=int(getattr(bot, "focus", 0)),
+        max_group=max_group,
+        improve=improve,
+        inner_max_group=5,
+        inner_improve=0,
+    )
+    judgement = Judgement(
+        rival_weight=float(j.rival_weight),
+        prior_income=float(j.prior_income),
+        prior_rounds=float(j.prior_rounds),
+        fill_rate=float(j.fill_rate),
+        unsettled=float(j.unsettled),
+        power=(float(j.power[0]), float(j.power[1]), float(j.power[2])),
+        refund_power=float(j.refund_power),
+        hoard=float(j.hoard),
+        special_scale=float(j.special_scale),
+        lock=float(j.lock),
+        trailing=float(j.trailing),
+    )
+    return settings, judgement
+
+
+def _arguments_after_rows(bot: Any) -> tuple[tuple, tuple, tuple, tuple]:
+    """:func:`tables` and :func:`params` as ``_decide_many`` takes them: plain tuples, which it names again. Numba
+    reads the types of a plain tuple of numbers and arrays from a quick fingerprint, those of a named tuple by a
+    slower road that would cost each call about 10 us, as much as a whole Spy decision."""
+    static, starts = bot._compiled_tables
+    settings, judgement = params(bot)
+    return tuple(static), tuple(starts), tuple(settings), tuple(judgement)
 
 
 def decide(bot: Any, observations: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, int]:
     """The bot's actions for ``observations`` (n, size) with ``masks`` (n, sum(nvec)), in row order, drawing from
     ``bot.rng``; and how many were fallbacks."""
-    tb = bot._compiled_tables
-    prm, ipr = params(bot)
     obs = np.ascontiguousarray(observations, dtype=np.float32)
     m = np.ascontiguousarray(masks).view(np.int8) if masks.dtype == np.bool_ else np.ascontiguousarray(masks, np.int8)
     actions = np.zeros((len(obs), len(bot.codec.nvec)), dtype=np.int64)
-    fallbacks = _decide_many(bot.rng, obs, m, tb, prm, ipr, actions)
+    fallbacks = _decide_many(bot.rng, obs, m, *_arguments_after_rows(bot), actions)
     return actions, int(fallbacks)
 
 
@@ -1496,9 +1845,8 @@ class _Build:
 def _arguments(bot: Any) -> tuple:
     """Arguments of the types that ``_decide_many`` is compiled for (one row)."""
     size = bot.layout.size
-    prm, ipr = params(bot)
-    return (bot.rng, np.zeros((1, size), np.float32), np.zeros((1, bot.codec.size), np.int8), bot._compiled_tables,
-            prm, ipr, np.zeros((1, len(bot.codec.nvec)), np.int64))  # fmt: skip
+    return (bot.rng, np.zeros((1, size), np.float32), np.zeros((1, bot.codec.size), np.int8),
+            *_arguments_after_rows(bot), np.zeros((1, len(bot.codec.nvec)), np.int64))  # fmt: skip
 
 
 def _cache_folder() -> Path | None:
@@ -1571,14 +1919,8 @@ def ready(bot: Any) -> bool:
     _Build.next_check = now + 1.0
     if _Build.signature is None:
         _Build.signature = tuple(_decide_many.typeof_pyval(a) for a in _arguments(bot))
-    if _loaded() or _in_cache(_Build.signature):
-        _Build.state = "ready"
-        return True
     folder = _cache_folder()
-    if folder is None:  # pragma: no cover
-        _give_up("Numba has no cache folder here")
-        return False
-    if _Build.proc is not None and _Build.proc_owner == os.getpid():
+    if _Build.proc is not None and _Build.proc_owner == os.getpid():  # our build: reaped as soon as it ends
         code = _Build.proc.poll()
         if code is None:
             return False
@@ -1590,6 +1932,12 @@ def ready(bot: Any) -> bool:
         else:
             _Build.state = "ready"
         return _Build.state == "ready"
+    if _loaded() or _in_cache(_Build.signature):
+        _Build.state = "ready"
+        return True
+    if folder is None:  # pragma: no cover
+        _give_up("Numba has no cache folder here")
+        return False
     if _take_lock(folder / LOCK_NAME):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         with open(folder / "revolution-bots.log", "wb") as log:
@@ -1599,6 +1947,34 @@ def ready(bot: Any) -> bool:
             )  # fmt: skip
         _Build.proc_owner = os.getpid()
     return False
+
+
+COMPILING = "compiling the heuristic bots into Numba's cache (once per machine, about a minute of one core)"
+
+
+def wait_until_ready(bot: Any, report: Any = print, every: float = 10.0, since: float | None = None) -> bool:
+    """Have the compiled bots before their first decision: :func:`ready`, which starts the background build where
+    Numba's cache lacks them (or finds a sibling's build under way), then wait for it, with a line through
+    ``report`` every ``every`` seconds, the times counted from ``since`` (``time.monotonic()`` when the caller
+    started the build and said so; else from now, and :data:`COMPILING` first). Returns whether they are ready
+    (False: they play the reference). Ctrl-C stops the wait; the build goes on, in its own session, and fills
+    the cache for the next run."""
+    if ready(bot) or _Build.state == "failed" or not COMPILED:
+        return ready(bot)
+    start = time.monotonic() if since is None else since
+    last = time.monotonic()
+    if since is None:
+        report(COMPILING + " ...")
+    while not ready(bot) and _Build.state != "failed":
+        time.sleep(0.2)
+        _Build.next_check = 0.0  # ready() looks again at once
+        now = time.monotonic()
+        if now - last >= every:
+            last = now
+            report(f"  ... still compiling the heuristic bots, {now - start:.0f} s")
+    if _Build.state == "ready":
+        report(f"compiled the heuristic bots in {time.monotonic() - start:.0f} s")
+    return _Build.state == "ready"
 
 
 def build(bot: Any, lock: Path | None = None, timeout: float = STALE_BUILD) -> None:
@@ -1624,4 +2000,4 @@ def build(bot: Any, lock: Path | None = None, timeout: float = STALE_BUILD) -> N
     _Build.state = "ready"
 
 
-__all__ = ["COMPILED", "build", "decide", "params", "ready", "tables"]
+__all__ = ["COMPILED", "COMPILING", "build", "decide", "params", "ready", "tables", "wait_until_ready"]

@@ -24,7 +24,6 @@ like Spy and Apothecary). Not supported: rendering.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -33,7 +32,7 @@ import numpy as np
 from revolution_env.agents.base import act_batch
 from revolution_env.arena.opponents import Opponents
 from revolution_env.arena.vector_base import KEEP_FINISHED, BatchedVectorEnv
-from revolution_env.common.workers import usable_cores
+from revolution_env.common.workers import opponent_threads
 from revolution_env.engine import kernels as K
 from revolution_env.engine.game import Decision
 
@@ -41,11 +40,8 @@ _POOL: list[ThreadPoolExecutor] = []
 
 
 def _threads() -> int:
-    """Threads for opponents' decisions: ``REVOLUTION_THREADS``, else the cores this process may use."""
-    try:
-        return max(1, int(os.environ.get("REVOLUTION_THREADS", "")))
-    except ValueError:
-        return usable_cores()
+    """Threads for opponents' decisions (``common.workers.opponent_threads``)."""
+    return opponent_threads()
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -91,6 +87,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
     ) -> None:
         options = dict(options, players=players)
         super().__init__(num_envs, "num_envs", options, mask_in_obs, keep_finished)
+        _threads()  # a REVOLUTION_THREADS that is no number of threads fails here, named
         n, P = self.num_envs, self.players
         if seat is not None and (
             isinstance(seat, bool) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < P

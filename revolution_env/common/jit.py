@@ -3,12 +3,20 @@ as plain Python when Numba is missing (``pip install revolution-env[fast]`` inst
 variable ``REVOLUTION_NO_NUMBA`` is set. ``COMPILED`` says which.
 
 The batched engine (``revolution_env.engine.kernels``) and the compiled heuristic bots
-(``revolution_env.agents.compiled``) are written as loops for it.
+(``revolution_env.agents.compiled``) are written as loops for it. Ctrl-C and SIGTERM wait while Numba compiles a
+function or loads it from its cache (``workers.stop_signals_deferred``): interrupted there, it kept half-built
+machine code that a later call ran.
 """
 
 from __future__ import annotations
 
 import os
+
+from revolution_env.common.workers import stop_signals_deferred
+
+# Whether Ctrl-C and SIGTERM wait for a compilation to end. A process that only compiles (the background build
+# of agents/build_bots.py) turns it off: killed there, it leaves nothing behind that would run.
+DEFER_SIGNALS = True
 
 try:  # pragma: no cover - which branch runs depends on the install
     if os.environ.get("REVOLUTION_NO_NUMBA"):
@@ -16,7 +24,17 @@ try:  # pragma: no cover - which branch runs depends on the install
     import numba
 
     def jit(f):
-        return numba.njit(cache=True, nogil=True)(f)
+        dispatcher = numba.njit(cache=True, nogil=True)(f)
+        compile_now = dispatcher.compile  # every compilation or cache load of a signature, from Python or from
+
+        def compile(signature):  # another compiled function's typing
+            if not DEFER_SIGNALS:
+                return compile_now(signature)
+            with stop_signals_deferred():
+                return compile_now(signature)
+
+        dispatcher.compile = compile
+        return dispatcher
 
     COMPILED = True
 except ImportError:  # pragma: no cover

@@ -85,6 +85,32 @@ class stop_signals_blocked:
             signal.pthread_sigmask(signal.SIG_SETMASK, self._old)
 
 
+@contextlib.contextmanager
+def stop_signals_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held until the block ends, then delivered (in the main thread; elsewhere, where no
+    handler runs, nothing changes). For code that an exception must not cut in the middle: Numba's compiler,
+    where a ``KeyboardInterrupt`` raised inside it (or inside llvmlite's ``__del__``, which swallows it) left
+    half-built machine code that a later call ran, a segmentation fault. Unlike :class:`stop_signals_blocked`,
+    this holds the signal whichever thread the OS hands it to."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    if any(handler is None for handler in old.values()):  # a handler set outside Python: leave it be
+        yield
+        return
+    for s in STOP_SIGNALS:
+        signal.signal(s, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        for s in dict.fromkeys(caught):
+            signal.raise_signal(s)
+
+
 def start_workers(start: Callable[[], T], kill: Callable[[T], None]) -> T:
     """``start()`` with the stop signals held back, so that the workers it starts inherit them blocked. A signal
     that came meanwhile is delivered afterwards; if its handler raises (Ctrl-C, :class:`Terminated`), ``kill``
@@ -128,7 +154,37 @@ def worker_pool(processes: int) -> Iterator[Any]:
 
 
 # The variables that size the thread pools of OpenBLAS (NumPy's matrix products), OpenMP (torch), MKL and Numba.
+# Unset, each library takes the cores this process may use (its affinity mask), as usable_cores() counts them.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+# Ours: the threads in which the opponents of a vector env decide (arena/vector.py), at most.
+OPPONENT_THREADS = "REVOLUTION_THREADS"
+
+
+def thread_setting(name: str) -> int | None:
+    """The thread count a user set in the environment variable ``name`` (None if unset or empty). Anything but a
+    positive integer is a ``ValueError`` naming the variable: the libraries would otherwise each ignore it in
+    their own way (libgomp with a warning, OpenBLAS silently)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{name}: expected a positive integer (a number of threads), got {text!r}")
+    return value
+
+
+def check_thread_settings() -> None:
+    """Every thread variable the user set holds a positive integer (else ``ValueError`` naming it)."""
+    for name in (*THREAD_VARIABLES, OPPONENT_THREADS):
+        thread_setting(name)
+
+
+def opponent_threads() -> int:
+    """Threads for opponents' decisions: ``REVOLUTION_THREADS``, else the cores this process may use."""
+    return thread_setting(OPPONENT_THREADS) or usable_cores()
 
 
 def worker_threads(processes: int) -> dict[str, str]:

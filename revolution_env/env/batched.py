@@ -2,9 +2,10 @@
 
 :class:`BatchedView` gives, for any list of (game, seat) pairs, exactly the vectors that
 ``ObservationLayout.build`` and ``Codec.mask`` give for the same state and seat (``tests/test_batched.py`` checks
-this element for element): the observations in one compiled loop over the games (:func:`observe_many`), the bid
-masks as one NumPy gather per token type, and the masks of the other decisions (Guy, Spy, Apothecary, Remove) from
-the engine's compiled options.
+this element for element): the observations in one compiled loop over the games (:func:`observe_many`), the masks
+in another (:func:`masks_many`: the bid blocks from the tokens held, the other decisions' (Guy, Spy, Apothecary,
+Remove) from the engine's compiled options; a third faster than the NumPy gathers it replaces, and one code for the
+choice masks too).
 """
 
 from __future__ import annotations
@@ -13,7 +14,17 @@ import numpy as np
 
 from revolution_env.engine import kernels as K
 from revolution_env.engine.batched import BatchedGame
-from revolution_env.engine.kernels import C_APO, C_AREAS, C_MAX_ROUNDS, C_PUPPET, C_SEATS, C_SPY, C_TARGETS, jit
+from revolution_env.engine.kernels import (
+    C_APO,
+    C_AREAS,
+    C_CHARS,
+    C_MAX_ROUNDS,
+    C_PUPPET,
+    C_SEATS,
+    C_SPY,
+    C_TARGETS,
+    jit,
+)
 from revolution_env.env.encoding import Codec
 from revolution_env.env.observation import ObservationLayout
 
@@ -33,20 +44,12 @@ class BatchedView:
         self.starts = np.array([ol._at.get(name, -1) for name in FEATURES], dtype=np.int64)
         # the first edition: each card of the deck as its type (the columns of cards_drawn and deck_left)
         self.card_type = ol._card_type.astype(np.int64) if ol.first_edition else np.zeros(0, dtype=np.int64)
-        # bid masks: token dimension d (0..K-1) is the j-th token of type dim_type[d]
+        # bid actions: token dimension d (0..K-1) is the j-th token of type dim_type[d]
         self.dim_type = np.repeat(np.arange(3), c.n_tokens)
         self.dim_j = np.concatenate([np.arange(n) for n in c.n_tokens])
-        # per token type, the mask rows of its block for each number held: the first h rows take the type's legal
-        # targets, the rest only 0 (the none row); the bid part of a mask is one gather per type
-        none_row = np.zeros(c.T, dtype=bool)
-        none_row[0] = True
-        self.blocks = []
-        for t, n_t in enumerate(c.n_tokens):
-            table = np.tile(none_row, (n_t + 1, n_t, 1))
-            for h in range(n_t + 1):
-                table[h, :h] = L.legal[:, t]
-            start = c.C + (int(c.block[t]) - 1) * c.T
-            self.blocks.append((t, slice(start, start + n_t * c.T), table.reshape(n_t + 1, n_t * c.T)))
+        # what masks_many reads of the codec: C, T, then each token type's first column, then how many it has
+        first = [c.C + (int(c.block[t]) - 1) * c.T for t in range(3)]
+        self.codes = np.array([c.C, c.T, *first, *c.n_tokens], dtype=np.int64)
 
     # --- what each seat is asked -------------------------------------------------------------------------------
 
@@ -80,40 +83,15 @@ class BatchedView:
 
     def masks(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(n, sum(nvec)) bool: ``Codec.mask(game_i, seat_i, kind_i)`` for every pair."""
-        c = self.codec
-        g = np.asarray(games, dtype=np.int64)
-        seats = np.asarray(seats, dtype=np.int64)
-        kinds = np.asarray(kinds, dtype=np.int64)
-        n = len(g)
-        m = np.empty((n, c.size), dtype=bool)
-        m[:, : c.C] = False
-        m[:, 0] = True
-        held = np.where((kinds == K.K_BID)[:, None], game.tokens[g, seats], 0)  # (n, 3)
-        for t, columns, table in self.blocks:
-            m[:, columns] = table[held[:, t]]
-        special = np.flatnonzero(kinds >= K.K_GUY)
-        if len(special):
-            m[special, : c.C] = self.choice_masks(game, g[special], seats[special], kinds[special])
+        g, seats, kinds = (np.asarray(a, dtype=np.int64) for a in (games, seats, kinds))
+        m = np.zeros((len(g), self.codec.size), dtype=bool)
+        masks_many(g, seats, kinds, game._st, game._tb, self.perm, self.codes, m)
         return m
 
     def choice_masks(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(n, C) bool: dimension 0 of the masks of games whose seat faces a non-bid decision (Guy, Spy,
         Apothecary, Remove): 0 where declining is allowed, then the options in the seat's relative terms."""
-        c = self.codec
-        n = len(games)
-        cubes, guy, decline = game.options(games)
-        out = np.zeros((n, c.C), dtype=bool)
-        out[:, 0] = decline
-        is_guy = kinds == K.K_GUY
-        if is_guy.any():
-            ok = guy[is_guy]
-            ok = np.where((seats[is_guy] == 1)[:, None, None, None], ok[:, :, ::-1], ok)  # answered: own, other
-            out[is_guy, 1 : 1 + ok[0].size] = ok.reshape(len(ok), -1)
-        if (~is_guy).any():
-            perm = self.perm[seats[~is_guy]][:, None, :]  # relative -> absolute seat
-            ok = np.take_along_axis(cubes[~is_guy], np.broadcast_to(perm, cubes[~is_guy].shape), 2)
-            out[~is_guy, 1 : 1 + ok[0].size] = ok.reshape(len(ok), -1)
-        return out
+        return self.masks(game, games, seats, kinds)[:, : self.codec.C]
 
     # --- actions -----------------------------------------------------------------------------------------------
 
@@ -228,6 +206,51 @@ def observe_many(games, seats, kinds, st, tb, perm, inv, at, card_type, out):
             slot = meta[g, K.DECK_SHUFFLE] % cfg[K.C_SLOTS]
             for j in range(D - meta[g, K.DECK_LEFT], D):
                 o[at[21] + card_type[deck[g, slot, j]]] += 1
+
+
+@jit
+def masks_many(games, seats, kinds, st, tb, perm, codes, out):
+    """``Codec.mask`` for each (game, seat, kind), into the zeroed rows of ``out``. Dimension 0 allows only 0, but
+    for a non-bid decision: declining where allowed, then the engine's options in the seat's relative terms (Guy's
+    placements over (character, answered seat with the seat's own first, tie/beat); cubes over (area, relative
+    seat)). A token dimension allows its type's legal targets where the seat bids now and holds that token, else
+    only 0."""
+    tokens, cubes, supply, bids, meta = st[0], st[3], st[4], st[5], st[11]
+    cfg, legal, spaces = tb[0], tb[1], tb[6]
+    S, A, n_chars = cfg[C_SEATS], cfg[C_AREAS], cfg[C_CHARS]
+    T = codes[1]
+    guy = np.zeros((n_chars, 2, 2), dtype=np.bool_)
+    beat = np.zeros((n_chars, 2, 3), dtype=np.int64)
+    cube = np.zeros((A, S), dtype=np.bool_)
+    for i in range(len(games)):
+        g, seat, kind = games[i], seats[i], kinds[i]
+        m = out[i]
+        m[0] = True
+        for t in range(3):
+            held = tokens[g, seat, t] if kind == K.K_BID else 0
+            for j in range(codes[5 + t]):
+                col = codes[2 + t] + j * T
+                if j < held:
+                    for x in range(T):
+                        m[col + x] = legal[x, t]
+                else:
+                    m[col] = True
+        if kind == K.K_GUY:
+            m[0] = K.can_decline(g, meta)
+            guy[:] = False
+            K.guy_options(g, tokens, bids, cfg, legal, guy, beat)
+            for c in range(n_chars):
+                for p in range(2):
+                    answered = 1 - p if seat == 1 else p
+                    for mode in range(2):
+                        m[1 + (c * 2 + p) * 2 + mode] = guy[c, answered, mode]
+        elif kind >= K.K_SPY:
+            m[0] = K.can_decline(g, meta)
+            cube[:] = False
+            K.cube_targets(g, kind, cubes, supply, meta, cfg, spaces, cube)
+            for a in range(A):
+                for r in range(S):
+                    m[1 + a * S + r] = cube[a, perm[seat, r]]
 
 
 @jit

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any, NoReturn
 
-from revolution_env.common.workers import exit_status, raise_on_sigterm
+from revolution_env.common.workers import check_thread_settings, exit_status, raise_on_sigterm
 from revolution_env.engine import Rules
 
 COMMANDS_GROUP = "revolution.commands"  # entry points: name = "module:add_parser"
@@ -49,6 +49,7 @@ def run_command(args: argparse.Namespace) -> int:
     command's own clean-up."""
     raise_on_sigterm()
     try:
+        check_thread_settings()  # before a command loads the libraries that would each read them their own way
         return args.func(args)
     except (ValueError, OSError) as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
