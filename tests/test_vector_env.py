@@ -566,6 +566,7 @@ def test_the_benchmark_draws_every_game_s_moves_as_uniform_indices():
     pick = bench.UniformIndex(seed=1)
     counts = np.bincount([pick(5) for _ in range(50_000)], minlength=5)
     assert len(counts) == 5 and counts.min() > 9_500 and counts.max() < 10_500
+    pytest.importorskip("pygame", reason="connect_four needs pygame: pip install -e '.[bench]'")
     from pettingzoo.classic import connect_four_v3
 
     assert bench.aec_random_play(connect_four_v3.env, discrete=True)(0) >= 7

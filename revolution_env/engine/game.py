@@ -93,6 +93,12 @@ class RulesError(ValueError):
     """Bad rule options (unknown option, bad value, impossible combination)."""
 
 
+def check_players(players: object) -> None:
+    """The one check of a player count, worded alike by every command: 2, 3 or 4 (docs/rules.md §1)."""
+    if isinstance(players, bool) or players not in (2, 3, 4):
+        raise RulesError(f"players: expected 2, 3 or 4, got {players!r}")
+
+
 class IllegalAction(ValueError):
     """A decision that the rules do not allow in the current state."""
 
@@ -113,8 +119,7 @@ class Rules:
             value = getattr(self, name)
             if not isinstance(value, bool) and not (name == "bid_refunds" and value is None):
                 raise RulesError(f"{name}: expected true or false, got {value!r}")
-        if isinstance(self.players, bool) or self.players not in (2, 3, 4):
-            raise RulesError(f"players: expected 2, 3 or 4, got {self.players!r}")
+        check_players(self.players)
         if isinstance(self.max_rounds, bool) or not isinstance(self.max_rounds, int) or self.max_rounds < 1:
             raise RulesError(f"max_rounds: expected a positive integer, got {self.max_rounds!r}")
         if self.max_rounds > MAX_ROUNDS_LIMIT:

@@ -22,7 +22,7 @@ import numpy as np
 from revolution_env.agents.loading import display_name
 from revolution_env.arena.runner import GameRunner
 from revolution_env.engine.components import TOKEN_TYPES
-from revolution_env.engine.game import BID, GUY, RULE_SWITCHES, Decision
+from revolution_env.engine.game import BID, GUY, RULE_SWITCHES, Decision, RulesError, check_players
 from revolution_env.engine.scenario import export_game
 from revolution_env.env import describe_action
 from revolution_env.env.core import EnvConfig
@@ -50,8 +50,10 @@ def game_options(request: dict[str, Any]) -> dict[str, Any]:
     """The environment's rule options from a new-game request (unknown keys refused)."""
     options: dict[str, Any] = {}
     players = request.get("players", 3)
-    if isinstance(players, bool) or players not in (2, 3, 4):
-        raise GameRequestError(f"players: expected 2, 3 or 4, got {players!r}")
+    try:
+        check_players(players)
+    except RulesError as error:
+        raise GameRequestError(str(error)) from None
     options["players"] = players
     for name in RULE_SWITCHES:
         value = _flag(request, name)
