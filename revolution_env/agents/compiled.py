@@ -1460,7 +1460,7 @@ def params(bot: Any) -> tuple[np.ndarray, np.ndarray]:
          getattr(bot, "printer_bonus", 0.0), getattr(bot, "sure", 0.0)],
         dtype=np.float64,
     )  # fmt: skip
-    style = STYLES[bot.name]
+    style = STYLES[bot.style]
     group, improve = (8, 3) if style == AREA else (5, 6)  # plan_bid's max_group and improve, as each style calls it
     ipr = np.array([style, bot.samples, bot.inner_samples, bot.mirror_rivals, getattr(bot, "focus", 0), group, improve,
                     5, 0, 0], dtype=np.int64)  # fmt: skip
