@@ -33,21 +33,30 @@ def _shown(path: Path) -> str:
     return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()
 
 
-def default_held_out(players: int) -> list[str]:
+def default_held_out(players: int, agent: str | None = None) -> list[str]:
     """The held-out set of ``players``-player games: every variant, then the previous shipped bot of that count
-    (``checkpoints/heldout/previous_<count>_players.pt``) where the clone has it."""
+    (``checkpoints/heldout/previous_<count>_players.pt``) where the clone has it and it is not ``agent`` itself (the
+    same file: until a new bot is shipped, the shipped one is its own previous bot, and copies of one
+    deterministic policy tie each other's bids)."""
     specs = list(VARIANTS)
     path = FOLDER / PREVIOUS.get(players, "")
-    if players in PREVIOUS and path.is_file():
+    if players in PREVIOUS and path.is_file() and not (agent and _same_file(checkpoint_path(agent), path)):
         specs.append(_shown(path))
     return specs
 
 
-def expand_held_out(specs: list[str], players: int) -> list[str]:
-    """``specs`` with ``default`` replaced by :func:`default_held_out`, each spec once, in order."""
+def _same_file(a: str | Path, b: Path) -> bool:
+    try:
+        return Path(a).is_file() and Path(a).read_bytes() == b.read_bytes()
+    except OSError:
+        return False
+
+
+def expand_held_out(specs: list[str], players: int, agent: str | None = None) -> list[str]:
+    """``specs`` with ``default`` replaced by :func:`default_held_out` (for ``agent``), each spec once, in order."""
     out: list[str] = []
     for spec in specs:
-        out += default_held_out(players) if spec == DEFAULT else [spec]
+        out += default_held_out(players, agent) if spec == DEFAULT else [spec]
     return list(dict.fromkeys(out))
 
 

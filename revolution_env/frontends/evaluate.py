@@ -49,7 +49,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="SPEC",
         help="the gauntlet's held-out opponents, which no training run may use: their tables are played like the"
         " others' and reported apart, with their own worst table; 'default' is the variants of the heuristics and"
-        " checkpoints/heldout/'s previous bot of this player count (docs/heldout.md)",
+        " checkpoints/heldout/'s previous bot of this player count, unless it is the --gauntlet agent's file"
+        " (docs/heldout.md)",
     )
     p.add_argument("--games", type=int, default=100, help="games per lineup (default 100)")
     p.add_argument("--seed", type=int, default=0, help="the seed of the whole evaluation (default 0)")
@@ -138,10 +139,10 @@ def command_line(args: argparse.Namespace) -> str:
 
 
 def held_out(args: argparse.Namespace) -> list[str]:
-    """The held-out opponents ``--held-out`` names, ``default`` spelled out for this player count."""
+    """The held-out opponents ``--held-out`` names, ``default`` spelled out for this player count and agent."""
     from revolution_env.agents.heldout import expand_held_out
 
-    return expand_held_out(args.held_out or [], args.players)
+    return expand_held_out(args.held_out or [], args.players, args.gauntlet)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
