@@ -251,9 +251,8 @@ def print_gauntlet(evaluation: Evaluation) -> None:
 
 
 def plot_gauntlet(evaluation: Evaluation, out: str | Path) -> Path:
-    """A heat map of the agent's win rate at each table: rows and columns are the opponents in three players
-    (a symmetric grid), one row of tables otherwise. With held-out opponents, a second panel below, its title
-    saying which is which (docs/heldout.md)."""
+    """A heat map of the agent's win rate at each table (:func:`_gauntlet_grid`). With held-out opponents, a second
+    panel below, its title saying which is which (docs/heldout.md)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -289,17 +288,24 @@ def plot_gauntlet(evaluation: Evaluation, out: str | Path) -> Path:
 
 
 def _gauntlet_grid(g: dict[str, Any], players: int) -> tuple[np.ndarray, list[str], list[str]]:
-    """A gauntlet's win rates as a grid with its row and column names: opponent by opponent in three players,
-    else one row of tables."""
+    """A gauntlet's win rates as a grid with its row and column names: opponent by opponent in three players (a
+    symmetric grid); in four, a row per pair of opponents and a column per third one (each table once, where the
+    third comes no earlier than the second); one row of tables in two."""
     tables = g["tables"]
+    if players == 2:
+        return np.array([[t["win_rate"] for t in tables]]), [g["agent"]], [" + ".join(t["opponents"]) for t in tables]
+    names = list(dict.fromkeys(o for t in tables for o in t["opponents"]))
     if players == 3:
-        names = list(dict.fromkeys(o for t in tables for o in t["opponents"]))
         grid = np.full((len(names), len(names)), np.nan)
         for t in tables:
             i, j = (names.index(o) for o in t["opponents"])
             grid[i, j] = grid[j, i] = t["win_rate"]
         return grid, names, names
-    return np.array([[t["win_rate"] for t in tables]]), [g["agent"]], [" + ".join(t["opponents"]) for t in tables]
+    pairs = list(dict.fromkeys(tuple(t["opponents"][:-1]) for t in tables))
+    grid = np.full((len(pairs), len(names)), np.nan)
+    for t in tables:
+        grid[pairs.index(tuple(t["opponents"][:-1])), names.index(t["opponents"][-1])] = t["win_rate"]
+    return grid, [" + ".join(pair) for pair in pairs], names
 
 
 def write_report(
