@@ -9,7 +9,6 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 from test_compiled_bots import built, play_both  # noqa: F401  (built: the fixture that compiles the bots)
@@ -43,11 +42,9 @@ def test_a_variant_is_its_style_with_other_parameters(name):
     assert name in known_specs() and load_agent(name, players=3).name == name
     assert bot.style in HEURISTICS and issubclass(bot, HEURISTICS[bot.style])
     assert sets_parameters_only(bot) and changed_parameters(bot)
-    variant, style = load_agent(name, players=3), load_agent(bot.style, players=3)
-    assert variant.compiled == compiled.COMPILED  # it plays compiled wherever its style does
-    ours, theirs = compiled.params(variant), compiled.params(style)
-    assert ours[1][compiled.STYLE] == theirs[1][compiled.STYLE]  # the style's code ...
-    assert not (np.array_equal(ours[0], theirs[0]) and np.array_equal(ours[1], theirs[1]))  # ... with its parameters
+    assert bot.style in compiled.STYLES  # the compiled bots know its code by its style ...
+    assert load_agent(name, players=3).compiled == compiled.COMPILED  # ... and play it wherever its style plays
+    # (that they read its own parameters: the next test, decision by decision against the reference)
 
 
 OPTIONS = [{"players": 2}, {"players": 3}, {"players": 4, "first_edition": True, "bid_refunds": True}]

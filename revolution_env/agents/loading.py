@@ -104,7 +104,7 @@ def load_agent(spec: str, **env_options: Any) -> Agent:
     """The agent a spec names, built for these environment options.
 
     ``"random"`` is :class:`RandomAgent`; a heuristic's name comes from
-    ``revolution_env.agents.heuristics.HEURISTICS`` or ``.variants.VARIANTS``; a ``.zip``/``.pt`` path or an existing file is a checkpoint
+    ``revolution_env.agents.heuristics.HEURISTICS``; a ``.zip``/``.pt`` path or an existing file is a checkpoint
     (playing its argmax; ``PATH:sample`` samples instead); ``mix:SPEC@W,SPEC@W`` is a :class:`.mixture.MixtureAgent`.
     An unknown spec raises ``ValueError`` listing the known names.
     """
