@@ -87,9 +87,21 @@ def test_held_out_names_the_variants_and_the_held_out_folder_only():
     assert is_held_out(str(FOLDER / "anything.pt"))  # by its absolute path
     assert is_held_out("../elsewhere/checkpoints/heldout/x.pt")  # written from another folder
     assert is_held_out("mix:value@3,bargain-bold@1") and not is_held_out("mix:value@3,bargain@1")
+    assert is_held_out("meta:value,checkpoints/heldout/previous_two_players.pt@2") and not is_held_out("meta:value")
     config = {"heuristics": ["value"], "psro": {"population": [{"spec": "area"}, {"spec": "area-wide"}]}}
     assert held_out_specs(config) == ["area-wide"]  # found however deep a config holds it
     assert held_out_specs({"heuristics": ["value", "bargain"], "out": "runs/x", "seed": 3}) == []
+
+
+def test_a_population_file_with_a_held_out_member_is_held_out(tmp_path):
+    """``revolution psro``'s population.json: its members are looked at (a file is not opened from within one)."""
+    population = tmp_path / "population.json"
+    member = {"spec": "value-habit", "weight": 0.5}
+    population.write_text(json.dumps({"format": "revolution-population", "population": [member]}))
+    assert is_held_out(str(population)) and held_out_specs({"heuristics": [str(population)]}) == [str(population)]
+    member["spec"] = str(population)  # names itself: no endless reading
+    population.write_text(json.dumps({"population": [member, {"spec": "value"}]}))
+    assert not is_held_out(str(population))
 
 
 @pytest.mark.parametrize("path", TRAINING_CONFIGS, ids=lambda p: str(p.relative_to(ROOT)))

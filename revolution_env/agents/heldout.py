@@ -10,13 +10,13 @@ that names one (:func:`held_out_specs`).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from revolution_env.agents.loading import checkpoint_path
-from revolution_env.agents.mixture import is_mixture, parse_mixture
 from revolution_env.agents.variants import VARIANTS
 
 REPO = Path(__file__).resolve().parents[2]  # the clone this package was installed from (editable install)
@@ -24,6 +24,7 @@ FOLDER = REPO / "checkpoints" / "heldout"
 PREVIOUS = {2: "previous_two_players.pt", 3: "previous_three_players.pt", 4: "previous_four_players.pt"}
 DEFAULT = "default"  # ``--held-out default``: :func:`default_held_out`
 FOR_EVALUATION_ONLY = "held-out opponents are for evaluation only (docs/heldout.md)"
+MIXTURES = ("mix:", "meta:")  # a mixture per decision, per game (a PSRO meta-strategy): SPEC@W,SPEC@W,...
 
 
 def _shown(path: Path) -> str:
@@ -73,24 +74,35 @@ def in_held_out_folder(path: str) -> bool:
         return False
 
 
-def is_held_out(spec: str) -> bool:
+def is_held_out(spec: str, files: bool = True) -> bool:
     """Whether an agent spec names a held-out opponent: a variant, a checkpoint in ``checkpoints/heldout/`` (with
-    or without ``:sample``), or a mixture with one of those among its parts."""
-    if is_mixture(spec):
+    or without ``:sample``), a mixture (``mix:``, ``meta:``) with one of those among its parts, or (``files``) a
+    population file (``.json``, ``revolution psro``'s) that names one anywhere in it."""
+    if spec.startswith(MIXTURES):
+        parts = (part.strip() for part in spec.split(":", 1)[1].split(","))
+        return any(is_held_out(part.rpartition("@")[0].strip() or part, files) for part in parts)
+    if spec in VARIANTS or in_held_out_folder(checkpoint_path(spec)):
+        return True
+    if files and spec.endswith(".json") and os.path.isfile(spec):
         try:
-            return any(is_held_out(name) for name, _ in parse_mixture(spec))
-        except ValueError:
+            with open(spec, encoding="utf-8") as fh:
+                return bool(_held_out_in(json.load(fh), files=False))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             return False
-    return spec in VARIANTS or in_held_out_folder(checkpoint_path(spec))
+    return False
 
 
 def held_out_specs(value: Any) -> list[str]:
     """Every string in ``value`` (a config's field: a spec, a list of specs, stages or a population as mappings and
     lists, nested) that names a held-out opponent (:func:`is_held_out`)."""
+    return _held_out_in(value, files=True)
+
+
+def _held_out_in(value: Any, files: bool) -> list[str]:
     if isinstance(value, str):
-        return [value] if value and is_held_out(value) else []
+        return [value] if value and is_held_out(value, files) else []
     if isinstance(value, Mapping):
         value = [*value.keys(), *value.values()]
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [spec for item in value for spec in held_out_specs(item)]
+        return [spec for item in value for spec in _held_out_in(item, files)]
     return []
