@@ -44,18 +44,20 @@ def built():
     )  # in this process (or waits for a background build): the comparisons need the compiled code
 
 
-def play_both(options: dict, games: int, plain: bool = False) -> tuple[int, dict[int, int]]:
-    """Whole games in which each seat's bot decides twice, compiled and reference, from the same generator state;
-    the reference's action is played. Returns the decisions compared and how many of each kind. ``plain``: call
-    the compiled module's code directly, as it runs without Numba (the bots themselves then play the reference)."""
-    names = ["value", "bargain", "area"]
+def play_both(
+    options: dict, games: int, plain: bool = False, names: tuple[str, ...] = ("value", "bargain", "area")
+) -> tuple[int, dict[int, int]]:
+    """Whole games in which each seat's bot (``names`` in turn) decides twice, compiled and reference, from the
+    same generator state; the reference's action is played. Returns the decisions compared and how many of each
+    kind. ``plain``: call the compiled module's code directly, as it runs without Numba (the bots themselves then
+    play the reference)."""
     players = options["players"]
     decisions, kinds = 0, {}
     for g in range(games):
         env = revolution_env.env(**options)
         env.reset(seed=100 + g)
-        fast = [load_agent(names[(g + i) % 3], **options) for i in range(players)]
-        slow = [load_agent(names[(g + i) % 3], **options) for i in range(players)]
+        fast = [load_agent(names[(g + i) % len(names)], **options) for i in range(players)]
+        slow = [load_agent(names[(g + i) % len(names)], **options) for i in range(players)]
         for i in range(players):
             fast[i].reset(10 * g + i)
             slow[i].reset(10 * g + i)

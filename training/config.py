@@ -442,6 +442,16 @@ LEAGUE_OPPONENTS = {
 }  # fmt: skip
 
 
+def _refuse_held_out(config: TrainConfig) -> None:
+    """No field may name a held-out opponent (a variant of the heuristics, a checkpoint in ``checkpoints/heldout/``):
+    strength is measured on opponents nobody trained against (docs/heldout.md)."""
+    from revolution_env.agents.heldout import FOR_EVALUATION_ONLY, held_out_specs
+
+    for name in FIELDS:  # every field, so that one added later (a population, stages) is checked too
+        if name != "out" and (named := held_out_specs(getattr(config, name))):  # out: where the run writes
+            raise ValueError(f"{name}: {named[0]!r} is held out: {FOR_EVALUATION_ONLY}")
+
+
 def check(config: TrainConfig) -> None:
     """Raise ``ValueError`` naming the first bad field."""
     for name in FIELDS:
@@ -450,6 +460,7 @@ def check(config: TrainConfig) -> None:
         if expected is not None:
             shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
             raise ValueError(f"{name}: expected {expected}, got {shown}")
+    _refuse_held_out(config)
     total = config.p_latest + config.p_past + config.p_heuristics
     if abs(total - 1.0) > 1e-6:
         raise ValueError(f"p_latest, p_past, p_heuristics: expected to sum to 1, got {total:g}")

@@ -1768,7 +1768,7 @@ def tables(bot: Any) -> tuple[Tables, FeatureStarts]:
 def params(bot: Any) -> tuple[Bot, Judgement]:
     """A bot's settings and judgement (read at every call, so that a changed attribute counts at once)."""
     j = bot.judgement
-    style = STYLES[bot.name]
+    style = STYLES[bot.style]
     max_group, improve = (8, 3) if style == AREA else (5, 6)  # plan_bid's max_group and improve, as each style calls it
     settings = Bot(
         style=style,

@@ -29,6 +29,7 @@ class HeuristicBot(Agent):
     default instead; the tests require none)."""
 
     name = "heuristic"
+    style: str | None = None  # "value", "bargain" or "area": whose code decides (the compiled bots' STYLES)
     judgement = Judgement()
     # how the opponents' bids are sampled (BidModel)
     samples, habit, sharpness, spread, clumping, persistence = 48, 0.5, 1.5, 0.3, 2.0, 2.0
@@ -41,9 +42,10 @@ class HeuristicBot(Agent):
         super().__init__(**env_options)
         self.t = Tables(self)
         self.fallbacks = 0
-        # The three styles below also exist compiled (.compiled: the same decisions, 5 to 50 times sooner); a
-        # subclass that changes how a bot decides plays this module's code. False forces the reference.
-        self.compiled = COMPILED and type(self) in (ValueBot, BargainBot, AreaBot)
+        # The three styles below also exist compiled (.compiled: the same decisions, 5 to 50 times sooner), and so
+        # do their variants that change parameters only (.variants); a subclass that changes how a bot decides
+        # plays this module's code. False forces the reference.
+        self.compiled = COMPILED and sets_parameters_only(type(self))
         self._tables: tuple | None = None
 
     @property
@@ -454,7 +456,7 @@ class ValueBot(HeuristicBot):
     and a bid Guy can beat may serve to hand him a character (to end a game we lead when we have no cube left).
     The weights were tuned by play against the other bots and against itself (``scripts/heuristic_duel.py``)."""
 
-    name = "value"
+    name = style = "value"
     judgement = Judgement(special_scale=0.5, power=(20.0, 12.0, 4.0), hoard=10.0)
     habit, mirror, sharpness = 0.0, 0.34, 2.5
     spend = 0.5
@@ -491,7 +493,7 @@ class BargainBot(HeuristicBot):
     the contests it cannot win at any price it can pay; then it puts one Gold on each neglected character it
     can still afford, up to six, and piles any Gold left on the Printer or its best bid."""
 
-    name = "bargain"
+    name = style = "bargain"
     judgement = Judgement(power=(12.0, 7.0, 2.0), special_scale=0.5)
     printer_bonus = 1.5
     sure = 0.7
@@ -580,7 +582,7 @@ class AreaBot(HeuristicBot):
     ``value``) and judges Spy and Apothecary moves against the leader alone, to swing areas and force ties
     against the leader."""
 
-    name = "area"
+    name = style = "area"
     judgement = Judgement(rival_weight=1.0, power=(12.0, 7.0, 2.0))
     focus = 4  # characters it bids on, at most (Gold-only spaces take what is left)
 
@@ -616,3 +618,15 @@ class AreaBot(HeuristicBot):
 
 
 HEURISTICS: dict[str, type[HeuristicBot]] = {"value": ValueBot, "bargain": BargainBot, "area": AreaBot}
+
+
+def sets_parameters_only(bot: type) -> bool:
+    """Whether a bot class decides with one of the three styles' code: a style itself, or a subclass of one that
+    sets parameters (class attributes) and no method of its own. Such a bot plays compiled: the compiled bots
+    read every parameter at each call (``compiled.params``) and know each style's code by ``style``."""
+    for cls in bot.__mro__:
+        if cls in HEURISTICS.values():
+            return True
+        if any(callable(v) or isinstance(v, (classmethod, staticmethod, property)) for v in vars(cls).values()):
+            return False
+    return False

@@ -1,4 +1,5 @@
-"""Build an agent from a spec string: ``random``, a heuristic's name, a checkpoint file, or a mixture (``mix:``).
+"""Build an agent from a spec string: ``random``, a heuristic's name (or a held-out variant's), a checkpoint file, or
+a mixture (``mix:``).
 
 Specs are what the command line and the evaluation reports call agents. A checkpoint (a ``.pt`` file, or any
 existing file) is loaded by :mod:`.checkpoint` (torch reads the file; no training library is needed). It plays its
@@ -34,14 +35,18 @@ ARGMAX = ":argmax"  # after a checkpoint's path: the policy takes its most likel
 
 
 def _heuristics() -> Mapping[str, Callable[..., Agent]]:
-    """The heuristic bots by name, or nothing where the module is not there (yet)."""
-    try:
-        module = importlib.import_module("revolution_env.agents.heuristics")
-    except ModuleNotFoundError as exc:
-        if exc.name != "revolution_env.agents.heuristics":
-            raise
-        return {}
-    return dict(getattr(module, "HEURISTICS", {}))
+    """The heuristic bots by name, and their held-out variants (``value-mirror``, ...), or nothing where the modules
+    are not there (yet)."""
+    bots: dict[str, Callable[..., Agent]] = {}
+    for name, table in (("heuristics", "HEURISTICS"), ("variants", "VARIANTS")):
+        try:
+            module = importlib.import_module(f"revolution_env.agents.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"revolution_env.agents.{name}":
+                raise
+            continue
+        bots.update(getattr(module, table, {}))
+    return bots
 
 
 def known_specs() -> list[str]:

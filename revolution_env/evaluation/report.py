@@ -11,8 +11,10 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from revolution_env.common.files import atomic_write as write_atomic
-from revolution_env.evaluation.runner import Evaluation
+from revolution_env.evaluation.runner import Evaluation, HeldOut
 from revolution_env.evaluation.stats import RATING_ORDERS
 
 RESULTS = "results.json"
@@ -44,7 +46,7 @@ def remove_outputs(out: Path) -> None:
         (out / name).unlink(missing_ok=True)
 
 
-def ranked(evaluation: Evaluation) -> list[str]:
+def ranked(evaluation: Evaluation | HeldOut) -> list[str]:
     """Agent names, best first (by win rate, then rating)."""
     stats = evaluation.stats
     return sorted(stats, key=lambda n: (-stats[n].win_rate, -stats[n].mu, n))
@@ -59,7 +61,7 @@ def write_results(evaluation: Evaluation, out: str | Path) -> Path:
 
 def write_games(evaluation: Evaluation, out: str | Path) -> Path:
     path = Path(out) / GAMES
-    write_atomic(path, lambda fh: fh.writelines(json.dumps(r.to_dict()) + "\n" for r in evaluation.results))
+    write_atomic(path, lambda fh: fh.writelines(json.dumps(r.to_dict()) + "\n" for r in evaluation.all_results()))
     return path
 
 
@@ -69,7 +71,7 @@ COLUMNS = ("agent", "games", "win rate", "95% CI", "mean support", "mean margin"
 SHORT_COLUMNS = ("agent", "games", "win rate", "95% CI", "support", "margin", "mu ± sigma")
 
 
-def table_rows(evaluation: Evaluation, terse: bool = False) -> list[tuple[str, ...]]:
+def table_rows(evaluation: Evaluation | HeldOut, terse: bool = False) -> list[tuple[str, ...]]:
     """One row per agent, best first (``terse``: narrower, for an 80-column terminal)."""
     rows = []
     for name in ranked(evaluation):
@@ -214,8 +216,14 @@ def lineups_markdown(lineups: list[dict[str, Any]]) -> str:
 
 
 def gauntlet_markdown(evaluation: Evaluation) -> str:
-    """The gauntlet's agent at every table, worst first, with the headline (its worst table)."""
-    g = evaluation.gauntlet
+    """The gauntlet's agent at every table, worst first, with the headline (its worst table); with held-out
+    opponents, two blocks (:func:`held_out_markdown`)."""
+    if evaluation.held_out is not None:
+        return held_out_markdown(evaluation)
+    return _tables_markdown(evaluation.gauntlet)
+
+
+def _tables_markdown(g: dict[str, Any]) -> str:
     rows = [
         (", ".join(t["opponents"]), str(t["games"]), f"{t['win_rate']:.3f}",
          f"[{t['win_rate_ci95'][0]:.3f}, {t['win_rate_ci95'][1]:.3f}]")
@@ -233,50 +241,88 @@ def gauntlet_markdown(evaluation: Evaluation) -> str:
     )
 
 
+def held_out_markdown(evaluation: Evaluation) -> str:
+    """The gauntlet in two blocks, never merged: the training opponents (the report's first table is their games)
+    and the held-out ones (docs/heldout.md), each with its own worst table; the held-out games' own table."""
+    held = evaluation.held_out
+    return "\n".join(
+        [
+            "### Training opponents",
+            "",
+            _tables_markdown(evaluation.gauntlet),
+            "",
+            "### Held-out opponents",
+            "",
+            f"Opponents no training run may use: {', '.join(held.specs)}; {len(held.results)} games.",
+            "",
+            _tables_markdown(held.gauntlet),
+            "",
+            _markdown_table(list(COLUMNS), table_rows(held)),
+        ]
+    )
+
+
 def print_gauntlet(evaluation: Evaluation) -> None:
     """The gauntlet's table on standard output, in full whatever the width (Markdown)."""
     print(gauntlet_markdown(evaluation))
 
 
 def plot_gauntlet(evaluation: Evaluation, out: str | Path) -> Path:
-    """A heat map of the agent's win rate at each table: rows and columns are the opponents in three players
-    (a symmetric grid), one row of tables otherwise."""
+    """A heat map of the agent's win rate at each table (:func:`_gauntlet_grid`). With held-out opponents, a second
+    panel below, its title saying which is which (docs/heldout.md)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
-    g = evaluation.gauntlet
-    tables = g["tables"]
-    if evaluation.players == 3:
-        names = list(dict.fromkeys(o for t in tables for o in t["opponents"]))
-        grid = np.full((len(names), len(names)), np.nan)
-        for t in tables:
-            i, j = (names.index(o) for o in t["opponents"])
-            grid[i, j] = grid[j, i] = t["win_rate"]
-        rows, cols = names, names
-    else:
-        grid = np.array([[t["win_rate"] for t in tables]])
-        rows, cols = [g["agent"]], [" + ".join(t["opponents"]) for t in tables]
-    fig, ax = plt.subplots(figsize=(max(5.0, 2.5 + 0.9 * len(cols)), 2.2 + 0.7 * len(rows)))
-    image = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn")
-    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
-    ax.set_yticks(range(len(rows)), rows)
-    for i in range(grid.shape[0]):
-        for j in range(grid.shape[1]):
-            if not np.isnan(grid[i, j]):
-                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=9)
-    fig.colorbar(image, ax=ax, fraction=0.046)
-    worst = g["worst"]
-    ax.set_title(
-        f"{g['agent']}: win rate per table\nworst {worst['win_rate']:.2f}, chance {g['chance']:.2f}", fontsize=10
-    )
+    panels = [("training opponents" if evaluation.held_out is not None else "", evaluation.gauntlet)]
+    if evaluation.held_out is not None:
+        panels.append(("held-out opponents", evaluation.held_out.gauntlet))
+    grids = [_gauntlet_grid(g, evaluation.players) for _, g in panels]
+    width = max(max(5.0, 2.5 + 0.9 * len(cols)) for _, _, cols in grids)
+    heights = [2.2 + 0.7 * len(rows) for _, rows, _ in grids]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(width, sum(heights)), height_ratios=heights, squeeze=False)
+    for ax, (label, g), (grid, rows, cols) in zip(axes[:, 0], panels, grids):
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn")
+        ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
+        ax.set_yticks(range(len(rows)), rows)
+        for i in range(grid.shape[0]):
+            for j in range(grid.shape[1]):
+                if not np.isnan(grid[i, j]):
+                    ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=9)
+        fig.colorbar(image, ax=ax, fraction=0.046)
+        worst = g["worst"]
+        ax.set_title(
+            f"{g['agent']}: win rate per table{', ' + label if label else ''}\n"
+            f"worst {worst['win_rate']:.2f}, chance {g['chance']:.2f}",
+            fontsize=10,
+        )
     fig.tight_layout()
     path = Path(out) / GAUNTLET_PLOT
     _save(fig, path)
     plt.close(fig)
     return path
+
+
+def _gauntlet_grid(g: dict[str, Any], players: int) -> tuple[np.ndarray, list[str], list[str]]:
+    """A gauntlet's win rates as a grid with its row and column names: opponent by opponent in three players (a
+    symmetric grid); in four, a row per pair of opponents and a column per third one (each table once, where the
+    third comes no earlier than the second); one row of tables in two."""
+    tables = g["tables"]
+    if players == 2:
+        return np.array([[t["win_rate"] for t in tables]]), [g["agent"]], [" + ".join(t["opponents"]) for t in tables]
+    names = list(dict.fromkeys(o for t in tables for o in t["opponents"]))
+    if players == 3:
+        grid = np.full((len(names), len(names)), np.nan)
+        for t in tables:
+            i, j = (names.index(o) for o in t["opponents"])
+            grid[i, j] = grid[j, i] = t["win_rate"]
+        return grid, names, names
+    pairs = list(dict.fromkeys(tuple(t["opponents"][:-1]) for t in tables))
+    grid = np.full((len(pairs), len(names)), np.nan)
+    for t in tables:
+        grid[pairs.index(tuple(t["opponents"][:-1])), names.index(t["opponents"][-1])] = t["win_rate"]
+    return grid, [" + ".join(pair) for pair in pairs], names
 
 
 def write_report(

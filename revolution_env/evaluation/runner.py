@@ -50,6 +50,7 @@ class Evaluation:
     stats: dict[str, AgentStats] = field(default_factory=dict)
     head_to_head: dict[str, dict[str, Any]] | None = None
     gauntlet: dict[str, Any] | None = None  # mode "gauntlet": the agent's result at every table
+    held_out: HeldOut | None = None  # a gauntlet's held-out opponents, kept apart (docs/heldout.md)
 
     def config(self) -> dict[str, Any]:
         return {
@@ -75,7 +76,33 @@ class Evaluation:
             out["head_to_head"] = self.head_to_head
         if self.gauntlet is not None:
             out["gauntlet"] = self.gauntlet
+        if self.held_out is not None:
+            out["held_out"] = self.held_out.to_dict()
         return out
+
+    def all_results(self) -> list[GameResult]:
+        """Every game played, in game order: the held-out opponents' after the rest (games.jsonl)."""
+        return self.results + (self.held_out.results if self.held_out is not None else [])
+
+
+@dataclass
+class HeldOut:
+    """A gauntlet's games against its held-out opponents (docs/heldout.md): their own statistics and tables, with
+    their own worst table, never merged with the training opponents' (``Evaluation.stats``, ``.gauntlet``)."""
+
+    specs: dict[str, str]  # held-out opponent name -> spec
+    results: list[GameResult]
+    stats: dict[str, AgentStats]
+    gauntlet: dict[str, Any]  # as Evaluation.gauntlet: agent, chance, tables, worst
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.gauntlet,
+            "opponents": dict(self.specs),
+            "games_total": len(self.results),
+            "agents": {name: s.to_dict() for name, s in self.stats.items()},
+            "summary": summary(self.results),
+        }
 
 
 # --- names and seeds ---------------------------------------------------------------------------------------
@@ -317,6 +344,51 @@ def gauntlet_tables(opponents: Sequence[str], players: int) -> list[tuple[str, .
     return list(itertools.combinations_with_replacement(opponents, players - 1))
 
 
+def _gauntlet_tasks(
+    agent: str, opponents: Sequence[str], names: Mapping[str, str], players: int, games: int, seed: int, start: int
+) -> tuple[list[GameTask], list[tuple[tuple[str, ...], int, int]]]:
+    """The games of every table of ``opponents`` (names), numbered from ``start``; and each table's span of them."""
+    tasks: list[GameTask] = []
+    spans = []
+    for table in gauntlet_tables(opponents, players):
+        seats = name_agents([names[n] for n in (agent, *table)])  # a repeated opponent is "value#2"
+        lineup = [agent] + list(seats)[1:]
+        first = start + len(tasks)
+        tasks += lineup_tasks(lineup, [names[agent]] + [names[n] for n in table], games, seed, start=first)
+        spans.append((table, first, start + len(tasks)))
+    return tasks, spans
+
+
+def _gauntlet_tables(agent: str, players: int, results: Sequence[GameResult], spans: Sequence[tuple]) -> dict:
+    """The agent's win rate at every table (``results`` indexed as the spans are) and its worst table."""
+    rows = []
+    for table, start, stop in spans:
+        part = results[start:stop]
+        wins = sum(r.win_share(r.agents.index(agent)) for r in part)
+        low, high = wilson_interval(wins, len(part))
+        rows.append(
+            {"opponents": list(table), "games": len(part), "win_rate": wins / len(part), "win_rate_ci95": [low, high]}
+        )
+    worst = min(rows, key=lambda row: (row["win_rate"], row["opponents"]))
+    return {"agent": agent, "chance": 1 / players, "tables": rows, "worst": worst}
+
+
+def _check_held_out(opponents: Sequence[str], held_out: Sequence[str]) -> None:
+    from revolution_env.agents.heldout import is_held_out
+
+    if len(set(held_out)) != len(held_out):
+        raise ValueError(f"gauntlet: each held-out opponent once, got {list(held_out)}")
+    both = [spec for spec in held_out if spec in opponents]
+    if both:
+        raise ValueError(f"gauntlet: {both[0]!r} is both a training opponent and a held-out one; give it once")
+    named = [spec for spec in opponents if is_held_out(spec)]
+    if named:
+        raise ValueError(
+            f"gauntlet: {named[0]!r} is held out (docs/heldout.md): give it with the held-out opponents, never "
+            "among the training ones"
+        )
+
+
 def evaluate_gauntlet(
     agent: str,
     opponents: Sequence[str],
@@ -327,36 +399,37 @@ def evaluate_gauntlet(
     workers: int | None = None,
     progress: bool | None = None,
     ray_address: str | None = None,
+    held_out: Sequence[str] = (),
 ) -> Evaluation:
     """``agent`` against every table of ``opponents`` (:func:`gauntlet_tables`), ``games`` games per table, each
-    rotated over every seat order. The headline is the agent's worst table: robustness, not an average."""
+    rotated over every seat order. The headline is the agent's worst table: robustness, not an average.
+
+    ``held_out``: opponents no training run may use (docs/heldout.md), whose tables are played the same way after
+    the others' (so that the others' games are those of a gauntlet without them) and reported apart, with their
+    own worst table (``Evaluation.held_out``)."""
     _check(games, seed)
     options = _options(env_options, players)
     if not opponents:
         raise ValueError("gauntlet: give at least one opponent")
     if len(set(opponents)) != len(opponents):
         raise ValueError(f"gauntlet: each opponent once (tables repeat them as needed), got {list(opponents)}")
-    names = name_agents([agent, *opponents])
-    agent_name, opponent_names = next(iter(names)), list(names)[1:]
+    _check_held_out(opponents, held_out)
+    names = name_agents([agent, *opponents, *held_out])  # one naming: no held-out name is a training one's
+    agent_name, *others = names
+    opponent_names, held_out_names = others[: len(opponents)], others[len(opponents) :]
     _validate_specs(names, options)
-    tasks: list[GameTask] = []
-    spans = []
-    for table in gauntlet_tables(opponent_names, players):
-        seats = name_agents([names[n] for n in (agent_name, *table)])  # a repeated opponent is "value#2"
-        lineup = [agent_name] + list(seats)[1:]
-        start = len(tasks)
-        tasks += lineup_tasks(lineup, [names[agent_name]] + [names[n] for n in table], games, seed, start=start)
-        spans.append((table, start, len(tasks)))
-    results = play_tasks(tasks, options, workers, progress, "gauntlet", ray_address)
-    rows = []
-    for table, start, stop in spans:
-        part = results[start:stop]
-        wins = sum(r.win_share(r.agents.index(agent_name)) for r in part)
-        low, high = wilson_interval(wins, len(part))
-        rows.append(
-            {"opponents": list(table), "games": len(part), "win_rate": wins / len(part), "win_rate_ci95": [low, high]}
+    tasks, spans = _gauntlet_tasks(agent_name, opponent_names, names, players, games, seed, 0)
+    held_tasks, held_spans = _gauntlet_tasks(agent_name, held_out_names, names, players, games, seed, len(tasks))
+    results = play_tasks(tasks + held_tasks, options, workers, progress, "gauntlet", ray_address)
+    results, held_results = results[: len(tasks)], results[len(tasks) :]
+    training = {n: names[n] for n in (agent_name, *opponent_names)}
+    evaluation = Evaluation("gauntlet", training, players, games, seed, options, results, aggregate(results))
+    evaluation.gauntlet = _gauntlet_tables(agent_name, players, results, spans)
+    if held_out:
+        evaluation.held_out = HeldOut(
+            {n: names[n] for n in held_out_names},
+            held_results,
+            aggregate(held_results),
+            _gauntlet_tables(agent_name, players, results + held_results, held_spans),
         )
-    worst = min(rows, key=lambda row: (row["win_rate"], row["opponents"]))
-    evaluation = Evaluation("gauntlet", names, players, games, seed, options, results, aggregate(results))
-    evaluation.gauntlet = {"agent": agent_name, "chance": 1 / players, "tables": rows, "worst": worst}
     return evaluation

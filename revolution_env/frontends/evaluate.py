@@ -43,6 +43,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=list(GAUNTLET_OPPONENTS),
         help=f"the gauntlet's opponents (default: {' '.join(GAUNTLET_OPPONENTS)})",
     )
+    p.add_argument(
+        "--held-out",
+        nargs="+",
+        metavar="SPEC",
+        help="the gauntlet's held-out opponents, which no training run may use: their tables are played like the"
+        " others' and reported apart, with their own worst table; 'default' is the variants of the heuristics and"
+        " checkpoints/heldout/'s previous bot of this player count, unless it is the --gauntlet agent's file"
+        " (docs/heldout.md)",
+    )
     p.add_argument("--games", type=int, default=100, help="games per lineup (default 100)")
     p.add_argument("--seed", type=int, default=0, help="the seed of the whole evaluation (default 0)")
     p.add_argument("--out", metavar="DIR", help="write results.json, games.jsonl, report.md and plots here")
@@ -90,6 +99,8 @@ def check_args(args: argparse.Namespace) -> None:
     if sum(x is not None for x in (args.agents, args.pool, args.gauntlet)) != 1:
         raise UsageError("give exactly one of --agents (a lineup), --pool (a round robin) and --gauntlet (one agent)")
     rules_from_args(args)  # the rule options checked by the rules themselves, worded as for every other command
+    if args.held_out is not None and args.gauntlet is None:
+        raise UsageError("--held-out: held-out opponents are played in a gauntlet (give --gauntlet)")
     if args.agents is not None and len(args.agents) != args.players:
         raise UsageError(f"--agents: {args.players} players need {args.players} specs, got {len(args.agents)}")
     if args.pool is not None and len(args.pool) < args.players:
@@ -113,6 +124,8 @@ def command_line(args: argparse.Namespace) -> str:
         words += ["--pool", *args.pool]
     else:
         words += ["--gauntlet", args.gauntlet, "--opponents", *args.opponents]
+        if args.held_out is not None:
+            words += ["--held-out", *held_out(args)]
     words += ["--games", str(args.games), "--seed", str(args.seed)]
     for flag in RULE_SWITCHES:
         if getattr(args, flag):
@@ -123,6 +136,13 @@ def command_line(args: argparse.Namespace) -> str:
     if args.out:
         words += ["--out", args.out]
     return shlex.join(words)
+
+
+def held_out(args: argparse.Namespace) -> list[str]:
+    """The held-out opponents ``--held-out`` names, ``default`` spelled out for this player count and agent."""
+    from revolution_env.agents.heldout import expand_held_out
+
+    return expand_held_out(args.held_out or [], args.players, args.gauntlet)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -151,6 +171,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 args.workers,
                 progress,
                 args.ray,
+                held_out(args),
             )
     except (ValueError, NotImplementedError) as exc:
         print(f"error: {exc}", file=sys.stderr)
