@@ -292,6 +292,8 @@ def default_training(steps: int, one_core: bool = False, **overrides) -> dict[st
     from revolution_env.common.workers import environment
 
     config = load_config(Path(__file__).resolve().parent.parent / "configs" / "default.yaml")
+    if config.magnet == "imitation":  # without the imitation, the magnet is the start, frozen: the same forward pass
+        overrides = {"magnet": "latest", "magnet_every": steps + 1, **overrides}
     config = config.replace(total_steps=steps, eval_every=0, pretrain_teacher=None, **overrides)
     threads = {}
     if one_core:

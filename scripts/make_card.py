@@ -1,10 +1,10 @@
 """Write the card of a shipped bot: its config, steps, wall time, and evaluation results.
 
     python scripts/make_card.py checkpoints/three_players.pt results/three_players_vs_value results/... \
-        --config configs/three_players.yaml --config configs/three_players_stage2.yaml \
-        --command "revolution eval ..." --command "..."
+        --config configs/three_players.yaml --command "revolution eval ..." --command "..."
 
-One ``--config`` per training stage (a run started with ``init_from`` is a stage after its source's stages).
+``--config``: the bot's recipe (one config with ``stages:``, one per stage of the checkpoint's history), or one
+config per training stage (a run started with ``init_from`` is a stage after its source's stages).
 
     python scripts/make_card.py checkpoints/three_players.pt --refresh
 
@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 
 from revolution_training.checkpoint import history, read_checkpoint
-from revolution_training.config import load_config
+from revolution_training.config import load_config, stage_configs
 
 from revolution_env import ENV_NAME
 
@@ -33,7 +33,7 @@ def main() -> None:
     parser.add_argument("results", nargs="*", help="folders holding an evaluation's results.json")
     parser.add_argument("--command", action="append", default=[], help="the command behind each results folder")
     parser.add_argument(
-        "--config", action="append", default=[], help="the config file of each training stage, first first"
+        "--config", action="append", default=[], help="the bot's recipe, or the config of each training stage"
     )
     parser.add_argument("--note", default=None, help="a paragraph for the card (what was tried, what is missing)")
     parser.add_argument(
@@ -75,8 +75,8 @@ def main() -> None:
         "steps": sum(stage["step"] for stage in stages),
         "wall_time_s": round(sum(stage["wall_time"] for stage in stages)),
         "stages": [
-            {**stage, "config": config, "wall_time": round(stage["wall_time"])}
-            for stage, config in zip(stages, _stage_configs(args.config, len(stages)))
+            {**stage, **source, "wall_time": round(stage["wall_time"])}
+            for stage, source in zip(stages, _stage_sources(args.config, len(stages)))
         ],
         "saved_at": ckpt.get("saved_at"),
         "config": ckpt.get("config"),
@@ -93,7 +93,13 @@ def main() -> None:
         f"- environment: trained on `{ckpt['env']}` ({opts}); every evaluation below holds on `{ENV_NAME}`",
         f"- trained: {card['steps']:,} learner steps, {hours:.2f} h wall time on 2 CPU cores (saved {card['saved_at']})",
     ]
+    recipes = {stage["config"] for stage in card["stages"] if "name" in stage}
+    if recipes:
+        lines.append(f"- recipe: `revolution train --config {' '.join(recipes)}` runs every stage from scratch")
     for i, stage in enumerate(card["stages"], 1):
+        if "name" in stage:
+            lines.append(f"- stage {i}, {stage['name']}: {stage['step']:,} steps, {stage['wall_time'] / 3600:.2f} h")
+            continue
         command = f"revolution train --config {stage['config']}"
         if load_config(stage["config"]).total_steps != stage["step"]:
             command += f" --total-steps {stage['step']}"  # the run was stopped there, or this is its best step
@@ -155,15 +161,21 @@ def _fill_from_card(args: argparse.Namespace, card_path: Path) -> None:
     if not args.results:
         args.results = [ev["results"] for ev in card["evaluations"]]
         args.command = [ev["command"] for ev in card["evaluations"]]
-    args.config = args.config or [stage["config"] for stage in card["stages"]]
+    args.config = args.config or list(dict.fromkeys(stage["config"] for stage in card["stages"]))
     args.exploit = args.exploit or [e["run"] for e in card["exploitability"]]
     args.note = card["note"] if args.note is None else args.note
 
 
-def _stage_configs(configs: list[str], stages: int) -> list[str]:
+def _stage_sources(configs: list[str], stages: int) -> list[dict[str, str]]:
+    """Where each stage of a checkpoint's history comes from: ``{"config"}``, plus its ``name`` in a recipe."""
+    if len(configs) == 1 and (recipe := load_config(configs[0])).stages:
+        names = [name for name, _, _ in stage_configs(recipe)]
+        if len(names) != stages:
+            raise SystemExit(f"the checkpoint has {stages} training stage(s), the recipe {configs[0]} {len(names)}")
+        return [{"config": configs[0], "name": name} for name in names]
     if len(configs) != stages:
-        raise SystemExit(f"the checkpoint has {stages} training stage(s); give one --config for each, first first")
-    return configs
+        raise SystemExit(f"the checkpoint has {stages} training stage(s); give its recipe, or one --config for each")
+    return [{"config": config} for config in configs]
 
 
 if __name__ == "__main__":

@@ -117,3 +117,22 @@ def test_yaml_floats_in_a_stage_are_numbers(tmp_path):
     )
     ((_, _, stage),) = stage_configs(load_config(path))
     assert stage.learning_rate == 3e-4
+
+
+def test_a_self_play_stage_leaves_the_league_of_the_base_behind(tmp_path):
+    """A recipe whose earlier stages train against a league can end in pure self-play: the base's league settings
+    are not the self-play stage's (they would be refused there), unless the stage sets them itself."""
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        "players: 2\np_latest: 0.1\np_past: 0.1\np_heuristics: 0.8\nopponent_sampling: pfsp\nstages:\n"
+        "  - {name: league, total_steps: 64}\n  - {name: selfplay, start: best, total_steps: 64, selfplay: true}\n",
+        encoding="utf-8",
+    )
+    (_, _, league), (_, _, selfplay) = stage_configs(load_config(path))
+    assert (league.p_heuristics, league.opponent_sampling) == (0.8, "pfsp")
+    assert selfplay.selfplay and (selfplay.p_heuristics, selfplay.opponent_sampling) == (0.3, "uniform")
+    path.write_text(
+        path.read_text().replace("selfplay: true}", "selfplay: true, opponent_sampling: pfsp}"), encoding="utf-8"
+    )
+    with pytest.raises(ValueError, match=r"stages\[1\] \(selfplay\): .*selfplay: every seat is the learner"):
+        stage_configs(load_config(path))

@@ -31,7 +31,7 @@ from revolution_training.checkpoint import (
     read_checkpoint,
     save_checkpoint,
 )
-from revolution_training.config import TrainConfig, load_config
+from revolution_training.config import TrainConfig, load_config, stage_configs
 from revolution_training.league import League, LeagueReader, choose_opponent, read_league
 from revolution_training.policy import PolicyAgent, load_policy_agent, policy_from_sb3
 from revolution_training.selfplay import SelfPlayEnv, make_selfplay_env
@@ -94,19 +94,34 @@ def untrained_checkpoint(tmp_path: Path, **env_options) -> Path:
 # --- the config --------------------------------------------------------------------------------------------------
 
 
-# the shipped bots' stages and the main job (configs/), and the runs tried and not shipped (experiments/)
-CONFIGS = sorted((ROOT / "configs").glob("*.yaml")) + sorted((ROOT / "experiments").glob("*.yaml"))
+RECIPES = sorted((ROOT / "configs").glob("*.yaml"))  # the main job and one recipe per shipped bot
+EXPERIMENTS = sorted((ROOT / "experiments").glob("*.yaml"))  # runs tried and not shipped (docs/experiments.md)
 
 
-@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_shipped_configs_load(path):
+@pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.stem)
+def test_every_config_is_a_recipe_that_runs_from_scratch(path):
+    """configs/ holds recipes only: no hand-written start (init_from), every stage a valid config, and a header
+    that says the command."""
+    config = load_config(path)
+    assert config.init_from is None
+    for _, _, stage in stage_configs(config) if config.stages else [(None, None, config)]:
+        assert stage.p_latest + stage.p_past + stage.p_heuristics == pytest.approx(1.0)
+    assert f"revolution train --config configs/{path.name}" in path.read_text().split("\nplayers:")[0]
+
+
+@pytest.mark.parametrize("bot", sorted(p.stem for p in (ROOT / "checkpoints").glob("*.pt")))
+def test_every_shipped_bot_has_its_recipe(bot):
+    """One recipe per shipped bot, with as many stages as the bot's card (each stage's steps as the card says)."""
+    card = json.loads((ROOT / "checkpoints" / f"{bot}.json").read_text())
+    stages = stage_configs(load_config(ROOT / "configs" / f"{bot}.yaml"))
+    assert [stage.total_steps for _, _, stage in stages] == [stage["step"] for stage in card["stages"]]
+    assert {stage["config"] for stage in card["stages"]} == {f"configs/{bot}.yaml"}
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
+def test_experiment_configs_load(path):
     config = load_config(path)
     assert config.p_latest + config.p_past + config.p_heuristics == pytest.approx(1.0)
-    if config.init_from:  # a later stage starts from the run of an earlier stage's config (the folder, or a
-        # checkpoint in it such as its latest.pt), or from a shipped bot
-        runs = {load_config(p).out for p in CONFIGS}
-        source = Path(config.init_from)
-        assert config.init_from in runs or source.parent.as_posix() in runs or (ROOT / source).is_file()
 
 
 @pytest.mark.parametrize(

@@ -206,7 +206,9 @@ def add_psro_parser(subparsers: Any) -> argparse.ArgumentParser:
         "players, replicator dynamics with more), train a best response to the meta-strategy, add it, repeat. "
         "Writes <out>/population.json, an agent spec that plays one member per game.",
     )
-    p.add_argument("--config", required=True, help="a training config with a psro: section (configs/psro_*.yaml)")
+    p.add_argument(
+        "--config", required=True, help="a training config with a psro: section (experiments/psro_two_players.yaml)"
+    )
     p.add_argument("--out", required=True, help="the run folder")
     p.add_argument("--resume", action="store_true", help="continue the run in the folder")
     p.set_defaults(func=cmd_psro)

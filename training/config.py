@@ -503,7 +503,9 @@ NOT_IN_STAGES = ("stages", "out", "init_from")  # the recipe's own: init_from is
 
 
 def stage_configs(config: TrainConfig) -> list[tuple[str, str, TrainConfig]]:
-    """``(name, start, config)`` of each stage of a recipe, checked (``ValueError`` naming the stage and key)."""
+    """``(name, start, config)`` of each stage of a recipe, checked (``ValueError`` naming the stage and key). A
+    stage is the recipe's base with the stage's keys over it; a stage with ``selfplay: true`` leaves out the base's
+    league settings (``LEAGUE_OPPONENTS``) it does not set itself."""
     out, names = [], set()
     base = {k: v for k, v in config.to_dict().items() if k != "stages"}
     for k, stage in enumerate(config.stages or []):
@@ -527,8 +529,11 @@ def stage_configs(config: TrainConfig) -> list[tuple[str, str, TrainConfig]]:
         if start not in STARTS:
             raise ValueError(f"{where}: start: expected one of {', '.join(STARTS)}, got {start!r}")
         changes = {key: _yaml_float(v) if key in FLOAT_FIELDS else v for key, v in stage.items() if key in FIELDS}
+        inherited = dict(base)
+        if changes.get("selfplay"):  # a self-play stage has no league: the base's league settings are not its own
+            inherited.update({key: default for key, default in LEAGUE_OPPONENTS.items() if key not in changes})
         try:
-            out.append((name, start, TrainConfig(**{**base, **changes})))
+            out.append((name, start, TrainConfig(**{**inherited, **changes})))
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
     return out

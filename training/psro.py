@@ -3,7 +3,7 @@ each iteration (Lanctot et al., "A Unified Game-Theoretic Approach to Multiagent
 OpenSpiel's ``psro_v2``).
 
 ```
-revolution psro --config configs/psro_two_players.yaml --out runs/psro_two_players
+revolution psro --config experiments/psro_two_players.yaml --out runs/psro_two_players
 revolution eval --players 2 --gauntlet runs/psro_two_players/population.json --opponents value bargain area
 ```
 

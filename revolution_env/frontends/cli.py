@@ -71,8 +71,8 @@ SHIPPED_3P = REPO / "checkpoints" / "three_players.pt"
 
 
 def cmd_main(args: argparse.Namespace) -> int:
-    """The README's main job: a short self-play training run, then an evaluation of its bot and of the shipped
-    3-player bot against the heuristics (a round robin), with the table printed."""
+    """The README's main job: a short self-play training run, then a round robin of its best checkpoint, its
+    imitation start (so that the table shows what training added), the shipped 3-player bot and the heuristics."""
     config = REPO / "configs" / "default.yaml"
     if not config.exists():
         print(f"error: {config} not found: run the main job from a clone of the repository", file=sys.stderr)
@@ -85,9 +85,11 @@ def cmd_main(args: argparse.Namespace) -> int:
     )
     if code != 0:
         return code
-    pool = [str(out / "latest.pt"), "value", "area", "bargain", "random"]
+    best = out / "best.pt" if (out / "best.pt").exists() else out / "latest.pt"  # best.pt: kept by its evaluations
+    pool = [str(best), *([str(out / "imitation.pt")] if (out / "imitation.pt").exists() else [])]
+    pool += ["value", "area", "bargain", "random"]
     if SHIPPED_3P.exists():
-        pool.insert(1, str(SHIPPED_3P))
+        pool.insert(2, str(SHIPPED_3P))
     else:
         print(f"(no shipped bot at {SHIPPED_3P}: evaluating the new bot only)")
     print(f"\n== 2/2 evaluation: a 3-player round robin of {', '.join(Path(p).name for p in pool)}")
