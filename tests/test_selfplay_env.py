@@ -15,9 +15,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 import revolution_env
 from revolution_env.engine.kernels import K_BID, K_NONE
-from revolution_env.engine.scenario import run_scenario, state_dict
 from revolution_env.env.encoding import IllegalActionError
 from revolution_env.env.tokens import TokenCodec
+from tests.test_vector_env import finished_games_replay, random_actions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = {
@@ -33,16 +33,6 @@ VARIANTS = {
     "first edition, 2 players": {"players": 2, "first_edition": True},
     "first edition, 4 players, area control bonus": {"players": 4, "first_edition": True, "area_control_bonus": True},
 }
-
-
-def random_actions(env: VectorEnv, rng: np.random.Generator) -> np.ndarray:
-    """A uniform legal action per row, sampled from the masks."""
-    masks = env.action_masks()
-    if isinstance(env.single_action_space, spaces.Discrete):
-        return (rng.random(masks.shape) + masks).argmax(1)
-    space = env.single_action_space
-    space.seed(int(rng.integers(2**31)))
-    return np.stack([space.sample(m.astype(np.int8)) for m in masks])
 
 
 class Coin:
@@ -220,18 +210,7 @@ def test_api_rows_spaces_and_autoreset() -> None:
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_every_finished_game_replays(variant: str) -> None:
-    env = revolution_env.selfplay_vector_env(4, **VARIANTS[variant])
-    env.reset(seed=5)
-    finished = []
-    rng = np.random.default_rng(1)
-    while len(finished) < 4:
-        env.step(random_actions(env, rng))
-        finished += env.pop_finished()
-    for scenario, final in finished:
-        assert isinstance(scenario["seed"], int)
-        if VARIANTS[variant]["players"] == 2:
-            assert all("priority" in r for r in scenario["rounds"])
-        assert state_dict(run_scenario(json.loads(json.dumps(scenario)))) == final
+    finished_games_replay(revolution_env.selfplay_vector_env(4, **VARIANTS[variant]), VARIANTS[variant])
 
 
 def test_a_finished_game_replays_through_the_scenario_command(tmp_path, capsys) -> None:

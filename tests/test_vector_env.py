@@ -39,8 +39,10 @@ VARIANTS = {
 
 
 def random_actions(env: VectorEnv, rng: np.random.Generator) -> np.ndarray:
-    """A uniform legal action per game, sampled from the masks."""
+    """A uniform legal action per row (a game, or a seat of a game in self-play), sampled from the masks."""
     masks = env.action_masks()
+    if isinstance(env.single_action_space, spaces.Discrete):
+        return (rng.random(masks.shape) + masks).argmax(1)
     space = env.single_action_space
     space.seed(int(rng.integers(2**31)))
     return np.stack([space.sample(m.astype(np.int8)) for m in masks])
@@ -101,9 +103,8 @@ def test_same_step_autoreset_final_observation_and_reward_match_the_scalar_engin
     assert codec.size == env.action_masks().shape[1]
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
-def test_pop_finished_games_replay_through_the_scenario_command(variant: str, tmp_path) -> None:
-    env = revolution_env.vector_env(4, opponents="random", **VARIANTS[variant])
+def finished_games_replay(env: VectorEnv, options: dict) -> list:
+    """Random play until four games finish; each of ``pop_finished``'s scenarios replays to its final state."""
     env.reset(seed=5)
     finished = []
     rng = np.random.default_rng(1)
@@ -112,9 +113,16 @@ def test_pop_finished_games_replay_through_the_scenario_command(variant: str, tm
         finished += env.pop_finished()
     for scenario, final in finished:
         assert isinstance(scenario["seed"], int)
-        if VARIANTS[variant]["players"] == 2:
+        if options["players"] == 2:
             assert all("priority" in r for r in scenario["rounds"])
         assert state_dict(run_scenario(json.loads(json.dumps(scenario)))) == final
+    return finished
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_pop_finished_games_replay_through_the_scenario_command(variant: str, tmp_path) -> None:
+    env = revolution_env.vector_env(4, opponents="random", **VARIANTS[variant])
+    finished = finished_games_replay(env, VARIANTS[variant])
     scenario, final = finished[0]
     path = tmp_path / "game.json"
     path.write_text(json.dumps(scenario))

@@ -47,15 +47,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+def missing_train_extra(command: str, exc: ModuleNotFoundError) -> int:
+    """One line for a command run without the ``train`` extra (torch, SB3: imported only when a command needs them);
+    the exit status 2."""
+    print(
+        f"error: {command} needs the `train` extra ({exc.name} is missing): pip install -e '.[train]'", file=sys.stderr
+    )
+    return 2
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     try:
         from revolution_training.train import WorkerDied, train  # torch and SB3 load only when training
     except ModuleNotFoundError as exc:
-        print(
-            f"error: training needs the `train` extra ({exc.name} is missing): pip install -e '.[train]'",
-            file=sys.stderr,
-        )
-        return 2
+        return missing_train_extra("training", exc)
 
     config = None
     try:
@@ -164,9 +169,7 @@ def cmd_exploit(args: argparse.Namespace) -> int:
     try:
         from revolution_training.exploitability import benchmark, curve, print_report
     except ModuleNotFoundError as exc:
-        print(f"error: exploit needs the `train` extra ({exc.name} is missing): pip install -e '.[train]'",
-              file=sys.stderr)  # fmt: skip
-        return 2
+        return missing_train_extra("exploit", exc)
     if (args.agent is None) == (args.curve is None):
         print("error: give an AGENT or --curve RUN_FOLDER (one of them)", file=sys.stderr)
         return 2
@@ -219,9 +222,7 @@ def cmd_psro(args: argparse.Namespace) -> int:
     try:
         from revolution_training.psro import load_psro_config, run_psro
     except ModuleNotFoundError as exc:
-        print(f"error: psro needs the `train` extra ({exc.name} is missing): pip install -e '.[train]'",
-              file=sys.stderr)  # fmt: skip
-        return 2
+        return missing_train_extra("psro", exc)
     try:
         oracle, psro = load_psro_config(args.config)
         state = run_psro(oracle, psro, args.out, args.resume, progress=sys.stderr.isatty())
