@@ -111,10 +111,12 @@ def test_every_config_is_a_recipe_that_runs_from_scratch(path):
 
 @pytest.mark.parametrize("bot", sorted(p.stem for p in (ROOT / "checkpoints").glob("*.pt")))
 def test_every_shipped_bot_has_its_recipe(bot):
-    """One recipe per shipped bot, with as many stages as the bot's card (each stage's steps as the card says)."""
+    """One recipe per shipped bot, with as many stages as the bot's card, each long enough for the checkpoint the
+    card says it gave (a stage's best.pt may come before its end)."""
     card = json.loads((ROOT / "checkpoints" / f"{bot}.json").read_text())
     stages = stage_configs(load_config(ROOT / "configs" / f"{bot}.yaml"))
-    assert [stage.total_steps for _, _, stage in stages] == [stage["step"] for stage in card["stages"]]
+    assert len(stages) == len(card["stages"])
+    assert all(stage.total_steps >= row["step"] for (_, _, stage), row in zip(stages, card["stages"]))
     assert {stage["config"] for stage in card["stages"]} == {f"configs/{bot}.yaml"}
 
 

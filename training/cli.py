@@ -109,7 +109,7 @@ def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="approximate exploitability: best responses trained against a frozen agent, and how often they win",
         description="Train --seeds best responses against AGENT (the agent in every other seat) for --steps learner "
         "steps each, play --games fresh seat-rotated games with each, and report the maximum win rate over the "
-        "seeds with every seed's 95%% interval, beside calibration rows (the same protocol against random and "
+        "seeds with every seed's 95% interval, beside calibration rows (the same protocol against random and "
         "value). With --curve, the same for every snapshot of a training run, plotted against its steps. Run the "
         "same command again to continue an interrupted benchmark (see training/exploit.py, docs/exploitability.md).",
     )

@@ -498,6 +498,7 @@ def check(config: TrainConfig) -> None:
 
 
 STAGE_KEYS = ("name", "start")  # beside the fields a stage changes
+PREVIOUS_STAGE = "<the previous stage>"  # a later stage's init_from until revolution_training.recipe runs it
 STARTS = ("run", "best", "latest")  # what a stage takes of the one before (revolution_training.recipe)
 NOT_IN_STAGES = ("stages", "out", "init_from")  # the recipe's own: init_from is the previous stage
 
@@ -532,6 +533,8 @@ def stage_configs(config: TrainConfig) -> list[tuple[str, str, TrainConfig]]:
         inherited = dict(base)
         if changes.get("selfplay"):  # a self-play stage has no league: the base's league settings are not its own
             inherited.update({key: default for key, default in LEAGUE_OPPONENTS.items() if key not in changes})
+        if k > 0:  # starts from the stage before (the recipe writes the path when it runs it)
+            inherited["init_from"] = f"{PREVIOUS_STAGE} ({out[-1][0]}, {start})"
         try:
             out.append((name, start, TrainConfig(**{**inherited, **changes})))
         except ValueError as exc:
