@@ -61,6 +61,7 @@ def main() -> None:
                 "config": results["config"],
                 "agents": results["agents"],
                 **({"gauntlet": results["gauntlet"]} if "gauntlet" in results else {}),
+                **({"held_out": results["held_out"]} if results.get("held_out") else {}),
             }  # fmt: skip
         )
     exploits = [
@@ -95,7 +96,10 @@ def main() -> None:
     ]
     recipes = {stage["config"] for stage in card["stages"] if "name" in stage}
     if recipes:
-        lines.append(f"- recipe: `revolution train --config {' '.join(recipes)}` runs every stage from scratch")
+        (recipe,) = recipes
+        total = len(stage_configs(load_config(recipe)))
+        which = "every stage" if total == len(card["stages"]) else f"these {len(card['stages'])} stages and more"
+        lines.append(f"- recipe: `revolution train --config {recipe}` runs {which} from scratch")
     for i, stage in enumerate(card["stages"], 1):
         if "name" in stage:
             lines.append(f"- stage {i}, {stage['name']}: {stage['step']:,} steps, {stage['wall_time'] / 3600:.2f} h")
@@ -109,12 +113,17 @@ def main() -> None:
         lines += [args.note, ""]
     for ev in evaluations:
         lines += [f"## `{ev['command']}`", "", f"Report: `{ev['results']}/report.md`.", ""]
-        if "gauntlet" in ev:
-            g = ev["gauntlet"]
-            worst = g["worst"]
+        for key, title in (
+            ("gauntlet", "Worst table"),
+            ("held_out", "Held out (no training run met them): worst table"),
+        ):
+            if key not in ev:
+                continue
+            g = ev[key]
+            worst = g.get("worst") or min(g["tables"], key=lambda row: row["win_rate"])
             lo, hi = worst["win_rate_ci95"]
             lines += [
-                f"Worst table: {', '.join(worst['opponents'])}, {worst['win_rate']:.3f} [{lo:.3f}, {hi:.3f}] "
+                f"{title}: {', '.join(worst['opponents'])}, {worst['win_rate']:.3f} [{lo:.3f}, {hi:.3f}] "
                 f"(chance {g['chance']:.3f}).",
                 "",
                 "| opponents | games | win rate | 95% CI |",
@@ -145,9 +154,13 @@ def main() -> None:
             "|---|--:|--:|--:|--:|--:|---|",
         ]
         for e in exploits:
-            f = e["final"]
+            if e.get("format") == "revolution-exploit-benchmark":  # the protocol: the best of its seeds
+                f, steps = e["exploitability"], e["protocol"]["steps"]
+                target = f"{e['target']} (best of {len(e['protocol']['seeds'])} seeds)"
+            else:  # one best response (before the protocol)
+                f, steps, target = e["final"], e["steps"], e["target"]
             lo, hi = f["win_rate_ci95"]
-            lines.append(f"| {e['target']} | {e['steps']:,} | {f['win_rate']:.3f} | [{lo:.3f}, {hi:.3f}] | {f['games']} | "
+            lines.append(f"| {target} | {steps:,} | {f['win_rate']:.3f} | [{lo:.3f}, {hi:.3f}] | {f['games']} | "
                          f"{e['chance']:.3f} | `{e['run']}` |")  # fmt: skip
         lines.append("")
     path.with_suffix(".md").write_text("\n".join(lines))
@@ -170,9 +183,9 @@ def _stage_sources(configs: list[str], stages: int) -> list[dict[str, str]]:
     """Where each stage of a checkpoint's history comes from: ``{"config"}``, plus its ``name`` in a recipe."""
     if len(configs) == 1 and (recipe := load_config(configs[0])).stages:
         names = [name for name, _, _ in stage_configs(recipe)]
-        if len(names) != stages:
+        if len(names) < stages:
             raise SystemExit(f"the checkpoint has {stages} training stage(s), the recipe {configs[0]} {len(names)}")
-        return [{"config": configs[0], "name": name} for name in names]
+        return [{"config": configs[0], "name": name} for name in names[:stages]]  # the recipe's first stages
     if len(configs) != stages:
         raise SystemExit(f"the checkpoint has {stages} training stage(s); give its recipe, or one --config for each")
     return [{"config": config} for config in configs]

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from revolution_env.agents.heuristics import HEURISTICS
 from revolution_env.agents.loading import display_name
 from revolution_env.arena.runner import GameRunner
 from revolution_env.engine.components import TOKEN_TYPES
@@ -29,7 +30,7 @@ from revolution_env.env.core import EnvConfig
 from revolution_env.env.encoding import IllegalActionError
 from revolution_env.frontends.web.trace import TracedGame, describe_layout, snapshot
 
-BUILT_IN = ("random", "value", "bargain", "area")
+BUILT_IN = ("random", *HEURISTICS)  # what the page offers without --agents: the heuristics, not their held-out variants
 RULE_OPTIONS = ("players", "bid_refunds", "area_control_bonus", "first_edition", "max_rounds")
 
 
