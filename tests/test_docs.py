@@ -20,7 +20,20 @@ from revolution_env.engine import Game, Rules, run_scenario, state_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-SKIP_DIRS = {".git", ".venv", "runs", "__pycache__", "node_modules", ".pytest_cache", ".ruff_cache", "build", "dist"}
+SKIP_DIRS = {
+    ".git",
+    ".venv",
+    ".venv-floor",
+    ".venv-rllib",
+    "runs",
+    "__pycache__",
+    "node_modules",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    "build",
+    "dist",
+}  # not ours, or written while the tests run (hypothesis's examples)
 TEXT = {".py", ".md", ".yaml", ".yml", ".json", ".toml", ".txt", ".cfg", ".html", ".js", ".sh", ""}
 # Files that commands write into their output folders: cited by name, never kept in the repository.
 GENERATED = {"report.md", "exploit.md"}  # written by revolution eval and revolution exploit into their --out

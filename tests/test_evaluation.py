@@ -321,7 +321,7 @@ def test_a_checkpoint_in_a_mixture_decides_for_all_its_games_in_one_pass(monkeyp
     from revolution_env.agents.checkpoint import PolicyAgent
     from revolution_env.evaluation import runner as R
 
-    specs = ["mix:checkpoints/two_players.pt@3,value", "bargain"]
+    specs = ["mix:checkpoints/two_players.pt:argmax@3,value", "bargain"]  # deterministic: the bot samples
     names = R.name_agents(specs)
     opts = R._options({"players": 2}, 2)
     tasks = R.lineup_tasks(list(names), list(names.values()), 6, seed=3)

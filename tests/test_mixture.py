@@ -14,7 +14,7 @@ from revolution_env.agents.loading import display_name, is_checkpoint, load_agen
 from revolution_env.agents.mixture import MixtureAgent, parse_mixture
 from revolution_env.evaluation import evaluate_lineup
 
-BOT = "checkpoints/two_players.pt"
+BOT = "checkpoints/two_players.pt:argmax"  # deterministic: the shipped bot samples
 
 
 def test_a_spec_names_its_components_and_their_weights():

@@ -17,22 +17,11 @@ import revolution_env
 from revolution_env.engine.kernels import K_BID, K_NONE
 from revolution_env.env.encoding import IllegalActionError
 from revolution_env.env.tokens import TokenCodec
+from tests.test_vector_env import VARIANTS as VECTOR_VARIANTS
 from tests.test_vector_env import finished_games_replay, random_actions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VARIANTS = {
-    "3 players": {"players": 3},
-    "4 players": {"players": 4},
-    "2 players (puppet)": {"players": 2},
-    "bid refunds": {"players": 3, "bid_refunds": True},
-    "area control bonus": {"players": 4, "area_control_bonus": True},
-    "2 players, area control bonus": {"players": 2, "area_control_bonus": True},
-    "truncated (max_rounds)": {"players": 3, "max_rounds": 3},
-    "margin reward": {"players": 3, "reward": "margin"},
-    "first edition": {"players": 3, "first_edition": True},
-    "first edition, 2 players": {"players": 2, "first_edition": True},
-    "first edition, 4 players, area control bonus": {"players": 4, "first_edition": True, "area_control_bonus": True},
-}
+VARIANTS = {**VECTOR_VARIANTS, "margin reward": {"players": 3, "reward": "margin"}}  # the vector env's, and a reward
 
 
 class Coin:
@@ -136,7 +125,7 @@ def test_every_row_sees_what_the_aec_env_shows_its_seat(variant: str) -> None:
     assert counts["other decisions"] > 0  # Guy, Spy or Apothecary: one row decides, the others wait
 
 
-@pytest.mark.parametrize("variant", ["3 players", "2 players (puppet)", "4 players", "bid refunds"])
+@pytest.mark.parametrize("variant", ["3 players", "2 players (Guy)", "4 players", "bid refunds"])
 def test_token_mode_rows_see_what_the_parallel_env_shows_their_seats(variant: str) -> None:
     """The token mode against the Parallel env's (every seat places a token each step; a complete bid waits):
     observations, masks and decisions of every seat before every step, the rewards and final states at the end."""

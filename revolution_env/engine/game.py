@@ -12,6 +12,7 @@ State (``S`` seats, ``T`` bid targets, ``A`` areas; token columns are force, bla
 
 from __future__ import annotations
 
+import numbers
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -95,8 +96,8 @@ class RulesError(ValueError):
 
 def check_players(players: object) -> None:
     """The one check of a player count, worded alike by every command: 2, 3 or 4 (docs/rules.md §1)."""
-    if isinstance(players, bool) or players not in (2, 3, 4):
-        raise RulesError(f"players: expected 2, 3 or 4, got {players!r}")
+    if isinstance(players, bool) or not isinstance(players, numbers.Integral) or players not in (2, 3, 4):
+        raise RulesError(f"players: expected 2, 3 or 4, got {players!r}")  # 3.0 too: a count is a whole number
 
 
 class IllegalAction(ValueError):
