@@ -949,3 +949,38 @@ def test_a_short_pure_selfplay_run_evaluates_saves_and_resumes(tmp_path):
     assert more.returncode == 0, log
     resumed = json.loads((out / "state.json").read_text())
     assert resumed["step"] == 2304 and [e["step"] for e in resumed["evaluations"]] == [768, 1536, 2304]
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [{"env_backend": "vector", "n_envs": 4}, {"env_backend": "subprocess", "n_envs": 1}, {"selfplay": True}],
+    ids=["vector", "scalar", "selfplay"],
+)
+def test_truncated_reward_ends_every_game_cut_at_max_rounds_with_it(tmp_path, backend):
+    """``truncated_reward``: a game cut at ``max_rounds`` (D8) ends with that reward for the learner, whatever the
+    standing (the games a leader would have won by stalling included), on every backend; other games keep theirs."""
+    from revolution_training.train import close_vec_env, make_vec_env
+
+    config = load_config(write_config(tmp_path, max_rounds=2, truncated_reward=-3.0, heuristics=["random"], **backend))
+    venv = make_vec_env(config, tmp_path / "league")
+    venv.seed(0)
+    venv.reset()
+    cut, other = [], []
+    for _ in range(400):
+        masks = np.stack(venv.env_method("action_masks"))
+        actions = np.stack([_masked_sample(m, venv.action_space.nvec) for m in masks])
+        _, rewards, dones, infos = venv.step(actions)
+        for i in np.flatnonzero(dones).tolist():
+            (cut if infos[i]["TimeLimit.truncated"] else other).append(float(rewards[i]))
+        if len(cut) >= 4:
+            break
+    close_vec_env(venv)
+    assert len(cut) >= 4 and set(cut) == {-3.0}
+    assert all(r in (-1.0, 1.0, 0.0) or -1.0 < r < 1.0 for r in other)  # ±1, or a shared win's share
+
+
+def test_truncated_reward_is_a_number_or_null(tmp_path):
+    path = write_config(tmp_path, truncated_reward="loss")
+    with pytest.raises(ValueError, match="truncated_reward: expected a number, or null"):
+        load_config(path)
+    assert load_config(write_config(tmp_path, truncated_reward=None)).truncated_reward is None

@@ -44,6 +44,10 @@ class TrainConfig:
     """A board name or a path to a board JSON file."""
     reward: str = "win_loss"
     """The learner's reward at the end of a game: ``win_loss`` (+1 / -1) or ``margin`` (support margin / 100)."""
+    truncated_reward: float | None = None
+    """The learner's final reward in a game cut at ``max_rounds`` (D8), whatever the standing: ``None`` keeps the
+    game's own (the game scored as it stands, so a leader can win by stalling); ``-1`` makes stalling never pay. A
+    training setting, not a rule: evaluations and the environment score such games by D8."""
     action_mode: str = "bid"
     """The learner's action: ``bid`` (a whole bid a step, the masked MultiDiscrete, independent per token) or
     ``tokens`` (one token of the bid a step, a Discrete action: the policy is autoregressive over a bid, so it can
@@ -366,6 +370,7 @@ CHECKS = {
     "max_rounds": _positive_int,
     "board": _board,
     "reward": _one_of(*REWARDS),
+    "truncated_reward": lambda v: None if v is None or _is_number(v) else "a number, or null (the game's own reward)",
     "action_mode": _one_of(*ACTION_MODES),
     "algorithm": _one_of("ppo", "mmd"),
     "magnet": _magnet,

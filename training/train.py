@@ -61,12 +61,12 @@ from revolution_training.mmd import MagnetPPO
 from revolution_training.policy import actor_layers, policy_from_sb3
 from revolution_training.pretrain import clone, collect
 from revolution_training.selfplay import make_selfplay_env
-from revolution_training.vec_env import SB3VecEnv
+from revolution_training.vec_env import SB3VecEnv, TruncatedReward
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.save_util import load_from_zip_file
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper, VecMonitor
 
 from revolution_env.agents.loading import SAMPLING
 from revolution_env.common.workers import (
@@ -151,12 +151,20 @@ def env_factory(config: TrainConfig, league_folder: Path, in_subprocess: bool):
 def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
     """``n_envs`` self-play games with episode statistics (VecMonitor): one batched vector env (the ``vector``
     backend), or one scalar env per subprocess (DummyVecEnv for one); with ``selfplay``, every seat of the
-    ``n_envs`` batched games a row (``revolution_env.selfplay_vector_env``) and no league."""
+    ``n_envs`` batched games a row (``revolution_env.selfplay_vector_env``) and no league. With
+    ``truncated_reward``, a game cut at ``max_rounds`` ends with that reward (:class:`TruncatedReward`)."""
+    venv = _games(config, league_folder)
+    if config.truncated_reward is not None:
+        venv = TruncatedReward(venv, config.truncated_reward)
+    return VecMonitor(venv)
+
+
+def _games(config: TrainConfig, league_folder: Path) -> VecEnv:
     if config.selfplay:
         from revolution_env import selfplay_vector_env
 
         options = config.env_options()
-        return VecMonitor(SB3VecEnv(selfplay_vector_env(config.n_envs, action_mode=config.action_mode, **options)))
+        return SB3VecEnv(selfplay_vector_env(config.n_envs, action_mode=config.action_mode, **options))
     if config.backend() == "vector":
         from revolution_env import vector_env
 
@@ -172,23 +180,21 @@ def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
             config.heuristics_weights,
         )
         options = config.env_options()
-        return VecMonitor(
-            SB3VecEnv(vector_env(config.n_envs, opponents=league, action_mode=config.action_mode, **options))
-        )
+        return SB3VecEnv(vector_env(config.n_envs, opponents=league, action_mode=config.action_mode, **options))
     if config.n_envs == 1:
-        venv: VecEnv = DummyVecEnv([env_factory(config, league_folder, False)])
-    else:
-        # the workers (and SB3's forkserver) start deaf to a signal to the group
-        factories = [env_factory(config, league_folder, True) for _ in range(config.n_envs)]
-        venv = start_workers(lambda: SubprocVecEnv(factories), lambda v: kill_workers(v.processes))
-    return VecMonitor(venv)
+        return DummyVecEnv([env_factory(config, league_folder, False)])
+    # the workers (and SB3's forkserver) start deaf to a signal to the group
+    factories = [env_factory(config, league_folder, True) for _ in range(config.n_envs)]
+    return start_workers(lambda: SubprocVecEnv(factories), lambda v: kill_workers(v.processes))
 
 
 def close_vec_env(venv: VecEnv) -> None:
     """Close the envs. Subprocess workers are told to close and given 10 s; any that died, or no longer answer,
     are killed rather than waited for. (SB3's own ``close`` first reads the answers of a step that was cut short:
     after a dead worker or a second Ctrl-C, some were already read, and it would wait for ever.)"""
-    inner = venv.venv if isinstance(venv, VecMonitor) else venv
+    inner = venv
+    while isinstance(inner, VecEnvWrapper):  # VecMonitor, TruncatedReward
+        inner = inner.venv
     if not isinstance(inner, SubprocVecEnv):
         venv.close()
         return

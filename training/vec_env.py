@@ -16,7 +16,7 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from revolution_env.arena.selfplay import SelfPlayVectorEnv
 from revolution_env.arena.vector import RevolutionVectorEnv
@@ -116,3 +116,24 @@ class SB3VecEnv(VecEnv):
         if isinstance(indices, int):
             return [indices]
         return list(indices)
+
+
+class TruncatedReward(VecEnvWrapper):
+    """Every env's final reward in a game cut at ``max_rounds`` replaced by ``reward`` (``TrainConfig.truncated_reward``),
+    whatever the standing, so that a learner cannot win by stalling. SB3 marks such a game in its info
+    (``TimeLimit.truncated``), whichever backend stepped it."""
+
+    def __init__(self, venv: VecEnv, reward: float) -> None:
+        super().__init__(venv)
+        self.reward = float(reward)
+
+    def reset(self) -> np.ndarray:
+        return self.venv.reset()
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        cut = [i for i in np.flatnonzero(dones).tolist() if infos[i].get("TimeLimit.truncated")]
+        if cut:
+            rewards = rewards.copy()
+            rewards[cut] = self.reward
+        return obs, rewards, dones, infos
