@@ -14,7 +14,7 @@ from revolution_env.agents.loading import display_name, is_checkpoint, load_agen
 from revolution_env.agents.mixture import MixtureAgent, parse_mixture
 from revolution_env.evaluation import evaluate_lineup
 
-BOT = "checkpoints/two_players.pt:argmax"  # deterministic: the shipped bot samples
+BOT = "checkpoints/two_players.pt"
 
 
 def test_a_spec_names_its_components_and_their_weights():
@@ -124,8 +124,9 @@ def test_each_decision_is_drawn_with_the_weights_and_made_by_its_component():
 def test_a_mixture_of_one_plays_as_its_component():
     """A deterministic policy alone in a mixture plays the same games as the policy itself (same seeds; a stochastic
     agent alone in a mixture draws from a seed derived from the mixture's, so its games differ)."""
-    alone = evaluate_lineup([BOT, "value"], 8, seed=4, env_options={"players": 2}, workers=1)
-    mixed = evaluate_lineup([f"mix:{BOT}", "value"], 8, seed=4, env_options={"players": 2}, workers=1)
+    greedy = f"{BOT}:argmax"  # deterministic (the shipped bot samples)
+    alone = evaluate_lineup([greedy, "value"], 8, seed=4, env_options={"players": 2}, workers=1)
+    mixed = evaluate_lineup([f"mix:{greedy}", "value"], 8, seed=4, env_options={"players": 2}, workers=1)
     assert [(r.support, r.winners) for r in alone.results] == [(r.support, r.winners) for r in mixed.results]
 
 
