@@ -120,7 +120,7 @@ def main() -> None:
             if key not in ev:
                 continue
             g = ev[key]
-            worst = g.get("worst") or min(g["tables"], key=lambda row: row["win_rate"])
+            worst = g["worst"]
             lo, hi = worst["win_rate_ci95"]
             lines += [
                 f"{title}: {', '.join(worst['opponents'])}, {worst['win_rate']:.3f} [{lo:.3f}, {hi:.3f}] "
@@ -174,7 +174,9 @@ def _fill_from_card(args: argparse.Namespace, card_path: Path) -> None:
     if not args.results:
         args.results = [ev["results"] for ev in card["evaluations"]]
         args.command = [ev["command"] for ev in card["evaluations"]]
-    args.config = args.config or list(dict.fromkeys(stage["config"] for stage in card["stages"]))
+    if not args.config:  # a recipe's stages name it once each; otherwise one config per stage
+        stages = card["stages"]
+        args.config = [stages[0]["config"]] if "name" in stages[0] else [stage["config"] for stage in stages]
     args.exploit = args.exploit or [e["run"] for e in card["exploitability"]]
     args.note = card["note"] if args.note is None else args.note
 

@@ -227,7 +227,7 @@ def cmd_psro(args: argparse.Namespace) -> int:
         oracle, psro = load_psro_config(args.config)
         state = run_psro(oracle, psro, args.out, args.resume, progress=sys.stderr.isatty())
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         print(f"aborted: continue with revolution psro --config {args.config} --out {args.out} --resume",
