@@ -102,8 +102,8 @@ def kl_to_magnet(distribution: Any, magnet_logits: th.Tensor | None) -> th.Tenso
         else:
             log_q = runs.log_softmax(magnet_logits, legal)
         total = 0
-        for lp, lq, m in zip(log_p, log_q, legal):
-            total = total + (lp.exp() * (lp - lq) * m).sum((-2, -1))
+        for lp, lq, m in zip(log_p, log_q, legal):  # exp of the legal values only, as MaskedRuns.entropy
+            total = total + ((lp * m).exp() * (lp - lq) * m).sum((-2, -1))
         return total
     if isinstance(distribution, MaskableCategoricalDistribution):
         inner = distribution.distribution
@@ -194,13 +194,9 @@ class MagnetPPO(MaskablePPO):
                 value_loss = F.mse_loss(batch.returns, values.flatten())
                 step_kl = (ratio * log_ratio - (ratio - 1)).mean()  # KL(pi || pi_old) from pi_old's samples
                 entropy_loss = -th.mean(-log_prob) if entropy is None else -th.mean(entropy)
-                loss = (
-                    pg_loss
-                    + self.vf_coef * value_loss
-                    + self.magnet_coef * magnet_kl
-                    + self.kl_coef * step_kl
-                    + self.ent_coef * entropy_loss
-                )
+                loss = pg_loss + self.vf_coef * value_loss + self.magnet_coef * magnet_kl + self.kl_coef * step_kl
+                if self.ent_coef:  # at 0 (MMD's usual setting) the entropy is logged only: no backward through it
+                    loss = loss + self.ent_coef * entropy_loss
                 self.policy.optimizer.zero_grad()
                 loss.backward()
                 th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
