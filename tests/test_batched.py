@@ -198,3 +198,26 @@ def test_plain_python_fallback_gives_the_same_games() -> None:
         "play_both(VARIANTS['first edition, 3 players'], n=2, seed=5, check_views=True)\n"
     )
     run_without_numba(code)
+
+
+def _all_gold_on_one_character(game: Game, rng: np.random.Generator) -> np.ndarray:
+    """Random bids, then each player's Gold all on the first target that takes Gold."""
+    bids = random_bids(game, rng)
+    target = int(np.flatnonzero(game.layout.legal[:, GOLD])[0])
+    for seat in range(game.layout.players):
+        bids[seat, :, GOLD] = 0
+        bids[seat, target, GOLD] = game.tokens[seat, GOLD]
+    return bids
+
+
+def test_a_board_with_more_than_127_tokens_of_a_type_records_and_replays_its_bids(tmp_path) -> None:
+    """The export's bid history holds a bid of 150 Gold (it was int8, and wrapped to -106)."""
+    data = json.loads((BOARDS_DIR / "standard.json").read_text())
+    data["tokens"]["gold"].update(total=600, start=150)
+    path = tmp_path / "board.json"
+    path.write_text(json.dumps(data))
+    batch, games, _ = play_both(Rules(players=3, board=str(path)), n=2, seed=5, check_views=False,
+                                bidding=_all_gold_on_one_character)  # fmt: skip
+    assert batch._hist_bids.max() >= 150
+    for i in range(2):
+        assert state_dict(run_scenario(batch.export(i))) == batch.state_dict(i)

@@ -42,6 +42,11 @@ HISTORY_START = 32  # rounds of history kept per game before the buffer grows
 MAX_GUY_CHOICES = 7  # D12: at most six Guy bids, then a pass
 
 
+def _count_type(most: int) -> type:
+    """The narrowest signed integer type that holds ``0..most``."""
+    return next(t for t in (np.int8, np.int16, np.int32, np.int64) if most <= np.iinfo(t).max)
+
+
 def _card_draws(L: Layout) -> int:
     """The most cards one round can draw: every player's Gold on the Card space up to the limit (Guy never bids
     there); 0 outside the first edition."""
@@ -132,7 +137,9 @@ class BatchedGame:
         self._shuffles = np.zeros(n, dtype=np.int64)  # shuffles drawn into `deck` so far, per game
         self._st = tuple(getattr(self, name) for name in K.STATE_FIELDS)
         # The story of each game, for export: raw bids and priority per round, and the rare choices.
-        self._hist_bids = np.zeros((n, HISTORY_START, L.players, T, 3), dtype=np.int8)
+        # a bid holds at most the game's total of a type (the bank is finite, D1): int8 on the printed board, wider
+        # where a custom board has more
+        self._hist_bids = np.zeros((n, HISTORY_START, L.players, T, 3), dtype=_count_type(int(np.max(L.totals))))
         self._hist_priority = np.full((n, HISTORY_START), -1, dtype=np.int8)
         # choices per round: -2 none, -1 declined or passed, else the engine's choice value
         self._hist_spy = np.full((n, HISTORY_START), -2, dtype=np.int16)
