@@ -114,7 +114,7 @@ def kl_to_magnet(distribution: Any, magnet_logits: th.Tensor | None) -> th.Tenso
             log_q = -th.log(m.sum(-1, keepdim=True)).expand_as(m)
         else:
             log_q = th.log_softmax(th.where(legal, magnet_logits, th.full_like(magnet_logits, -1e8)), -1)
-        return (log_p.exp() * (log_p - log_q) * m).sum(-1)
+        return ((log_p * m).exp() * (log_p - log_q) * m).sum(-1)  # exp of the legal values only, as above
     raise TypeError(f"magnet: no KL for the action distribution {type(distribution).__name__}")
 
 
