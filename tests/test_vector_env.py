@@ -378,19 +378,25 @@ def test_gymnasium_vector_wrappers_see_the_episodes() -> None:
     assert episodes >= 4
 
 
-def test_opponents_asked_in_threads_play_the_same_games(monkeypatch) -> None:
-    """Several agents decide in parallel threads (vector._agents_act); each draws from its own generator, so the
-    games are those of one agent after the other."""
+@pytest.mark.parametrize("action_mode", ["bid", "tokens"])
+def test_opponents_asked_in_threads_play_the_same_games(monkeypatch, action_mode: str) -> None:
+    """Several agents decide in parallel threads (vector._agents_act), and their bids while the learner decides
+    (vector._decide_bids_early); each draws from its own generator and decides a round's bids when the round
+    begins, so the games are those of one agent after the other on one thread (in the token mode too, where the
+    learner's bids end at different steps), and a reset in the middle of a round drops the bids decided early."""
     from revolution_env.arena import vector
 
     def run(threads: int) -> list:
         monkeypatch.setattr(vector, "_threads", lambda: threads)
         monkeypatch.setattr(vector, "_POOL", [])
-        env = revolution_env.vector_env(6, players=4, opponents=["value", "bargain", "area"])
+        env = revolution_env.vector_env(6, players=4, opponents=["value", "bargain", "area"], action_mode=action_mode)
         env.reset(seed=3)
         rng = np.random.default_rng(0)
         out = []
-        for _ in range(40):
+        for _ in range(5):
+            env.step(random_actions(env, rng))
+        env.reset(seed=3)  # mid-round: the early bids of the rounds under way are dropped
+        for _ in range(40 if action_mode == "bid" else 120):
             obs, rewards, terminated, truncated, _ = env.step(random_actions(env, rng))
             out.append((obs.copy(), rewards.copy(), terminated.copy()))
         return out + [scenario for scenario, _ in env.pop_finished()]

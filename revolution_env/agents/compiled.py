@@ -84,7 +84,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from revolution_env.agents.appraisal import BONUS, MIN_ROUNDS, VEHICLE, area_points  # noqa: F401  (BONUS: in area_points, precomputed below)
-from revolution_env.common.jit import COMPILED, jit
+from revolution_env.common.jit import COMPILED, jit, read_only
 from revolution_env.engine.game import MAX_GUY_BIDS
 from revolution_env.engine.kernels import BLACKMAIL, FORCE, GOLD, K_APO1, K_BID, K_GUY, K_NONE, K_REMOVE, K_SPY  # ints
 
@@ -1823,6 +1823,7 @@ def decide(bot: Any, observations: np.ndarray, masks: np.ndarray) -> tuple[np.nd
     ``bot.rng``; and how many were fallbacks."""
     obs = np.ascontiguousarray(observations, dtype=np.float32)
     m = np.ascontiguousarray(masks).view(np.int8) if masks.dtype == np.bool_ else np.ascontiguousarray(masks, np.int8)
+    m = read_only(m)  # one type whoever hands the masks over (the envs' are read-only): one compilation
     actions = np.zeros((len(obs), len(bot.codec.nvec)), dtype=np.int64)
     fallbacks = _decide_many(bot.rng, obs, m, *_arguments_after_rows(bot), actions)
     return actions, int(fallbacks)
@@ -1845,7 +1846,7 @@ class _Build:
 def _arguments(bot: Any) -> tuple:
     """Arguments of the types that ``_decide_many`` is compiled for (one row)."""
     size = bot.layout.size
-    return (bot.rng, np.zeros((1, size), np.float32), np.zeros((1, bot.codec.size), np.int8),
+    return (bot.rng, np.zeros((1, size), np.float32), read_only(np.zeros((1, bot.codec.size), np.int8)),
             *_arguments_after_rows(bot), np.zeros((1, len(bot.codec.nvec)), np.int64))  # fmt: skip
 
 

@@ -24,7 +24,7 @@ like Spy and Apothecary). Not supported: rendering.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -102,6 +102,11 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         self.opponents = Opponents(opponents, P, options, shared=True)
         self._fixed = [] if self.opponents.per_game else [self._register(*pair) for pair in self.opponents.fixed]
         self.opponent_of = np.full((n, P), -1, dtype=np.int64)
+        # opponents' bids decided while the learner decides (_decide_bids_early): per game and seat the action, whether
+        # the game has them, and the jobs still running
+        self._early = np.zeros((n, P, len(self.codec.nvec)), dtype=np.int64)
+        self._has_early = np.zeros(n, dtype=bool)
+        self._pending: list[tuple[np.ndarray, np.ndarray, Future]] = []
 
     # --- opponents ---------------------------------------------------------------------------------------------
 
@@ -136,6 +141,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
             return
         self.game.reset(games, rng.integers(2**63 - 1, size=k))
         self.mode.clear(games)
+        self._has_early[games] = False
         if self.fixed_seat is None:
             self.seat[games] = rng.integers(self.players, size=k)
         else:
@@ -178,9 +184,23 @@ class RevolutionVectorEnv(BatchedVectorEnv):
     def _rows_are(self) -> str:
         return "one row per game"
 
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict[str, Any]]:
+        """``BatchedVectorEnv.reset``; opponents' bids decided for the games before are dropped."""
+        self._drop_early()  # before the opponents are reseeded: bids decided from the old draws are dropped
+        return super().reset(seed=seed, options=options)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._drop_early()
+
+    def _observe(self) -> Any:
+        obs = super()._observe()
+        self._decide_bids_early()
+        return obs
+
     def _decide(self, actions: np.ndarray, kinds: np.ndarray, playing: np.ndarray) -> None:
         """The learner's bids (with its opponents', once its bid is complete) and other decisions; opponents then
         play until the learner is asked again."""
+        self._collect_early()  # the opponents' early bids, before anything changes a game
         game, view = self.game, self.view
         everyone = np.arange(self.num_envs)
         bidding = everyone[playing & (kinds == K.K_BID)]
@@ -207,19 +227,56 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         return {"opponents": self.opponent_of[self.opponent_of >= 0].reshape(self.num_envs, self.players - 1).copy()}
 
     def _opponent_bids(self, games: np.ndarray, bids: np.ndarray) -> None:
-        """Every opponent's bid in ``games`` (all waiting for bids), written into ``bids`` (n, players, T, 3)."""
+        """Every opponent's bid in ``games`` (all waiting for bids), written into ``bids`` (n, players, T, 3): the
+        random opponent's drawn now, the agents' decided when the round began (:meth:`_decide_bids_early`)."""
         opp = self.opponent_of[games]  # (n, players)
-        jobs = []
         for index in np.unique(opp[opp >= 0]).tolist():
             rows, seats = np.nonzero(opp == index)
             g = games[rows]
+            counts = (
+                self._random_bids(self.game.tokens[g, seats])
+                if self._table[index].batched
+                else self.view.bid_counts(self._early[g, seats], self.game.tokens[g, seats])
+            )
+            bids[rows, seats] = counts
+        self._has_early[games] = False
+
+    def _decide_bids_early(self) -> None:
+        """The agents' bids in the games that now wait for the learner's bid (and have none yet): started in the
+        opponents' threads, so that they are decided while the learner decides (on one usable core, decided here
+        and now); :meth:`_decide` collects them before it changes a game. Bids are secret and simultaneous: an
+        opponent's bid reads the state of the bid round, which the learner's bid does not change. Deciding them
+        when the round begins, whatever the threads, keeps the games independent of the cores (the token mode's
+        games finish their bids at different steps; each agent decides its games of a round in one batch)."""
+        waiting = np.flatnonzero((self._kinds == K.K_BID) & ~self._has_early)
+        if len(waiting) == 0:
+            return
+        self._has_early[waiting] = True
+        opp = self.opponent_of[waiting]
+        for index in np.unique(opp[opp >= 0]).tolist():
             opponent = self._table[index]
-            if opponent.batched:
-                bids[rows, seats] = self._random_bids(self.game.tokens[g, seats])
+            if opponent.batched:  # random: drawn from the env's generator when the bids are in
+                continue
+            rows, seats = np.nonzero(opp == index)
+            g = waiting[rows]
+            job = (opponent, g, seats, np.full(len(g), K.K_BID, dtype=np.int64))
+            if _threads() < 2:
+                self._early[g, seats] = self._agent_actions(*job)
             else:
-                jobs.append((opponent, g, seats, np.full(len(g), K.K_BID, dtype=np.int64), (rows, seats)))
-        for (rows, seats), actions in zip([j[4] for j in jobs], self._agents_act(jobs)):
-            bids[rows, seats] = self.view.bid_counts(actions, self.game.tokens[games[rows], seats])
+                self._pending.append((g, seats, _pool().submit(self._agent_actions, *job)))
+
+    def _collect_early(self) -> None:
+        """Wait for the bids :meth:`_decide_bids_early` started and keep them (an opponent's error is raised here)."""
+        pending, self._pending = self._pending, []
+        for g, seats, future in pending:
+            self._early[g, seats] = future.result()
+
+    def _drop_early(self) -> None:
+        """Wait for the bids under way and forget every early bid (a reset, a close)."""
+        pending, self._pending = self._pending, []
+        for _, _, future in pending:
+            future.exception()  # waits; an error of a dropped bid is dropped with it
+        self._has_early[:] = False
 
     def _agents_act(self, jobs: list[tuple]) -> list[np.ndarray]:
         """The actions of several agents, each for its games (``_agent_actions``): in threads where there are

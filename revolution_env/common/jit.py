@@ -43,3 +43,12 @@ except ImportError:  # pragma: no cover
         return f
 
     COMPILED = False
+
+
+def read_only(a):
+    """A read-only view of the array ``a``. Numba types a read-only array apart from a writable one and compiles a
+    function once for each (a minute for the heuristic bots); an argument that may come either way (the envs hand
+    out read-only masks) crosses as this view, so that one compilation, the one in the cache, serves."""
+    view = a.view()
+    view.flags.writeable = False
+    return view

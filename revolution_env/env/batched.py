@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from revolution_env.common.jit import read_only
 from revolution_env.engine import kernels as K
 from revolution_env.engine.batched import BatchedGame
 from revolution_env.engine.kernels import (
@@ -27,6 +28,12 @@ from revolution_env.engine.kernels import (
 )
 from revolution_env.env.encoding import Codec
 from revolution_env.env.observation import ObservationLayout
+
+
+def _indices(*arrays) -> tuple[np.ndarray, ...]:
+    """Index arrays as the kernels take them: contiguous int64 (a strided slice would be another Numba type, and
+    another compilation of each kernel on a fresh machine)."""
+    return tuple(np.ascontiguousarray(a, dtype=np.int64) for a in arrays)
 
 
 class BatchedView:
@@ -63,12 +70,12 @@ class BatchedView:
 
     def observe(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(n, size) float32: ``ObservationLayout.build(game_i, seat_i, kind_i)`` for every pair."""
-        g = np.asarray(games, dtype=np.int64)
+        g, seats, kinds = _indices(games, seats, kinds)
         out = np.zeros((len(g), self.ol.size), dtype=np.float32)
         observe_many(
             g,
-            np.asarray(seats, dtype=np.int64),
-            np.asarray(kinds, dtype=np.int64),
+            seats,
+            kinds,
             game._st,
             game._tb,
             self.perm,
@@ -83,7 +90,7 @@ class BatchedView:
 
     def masks(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(n, sum(nvec)) bool: ``Codec.mask(game_i, seat_i, kind_i)`` for every pair."""
-        g, seats, kinds = (np.asarray(a, dtype=np.int64) for a in (games, seats, kinds))
+        g, seats, kinds = _indices(games, seats, kinds)
         m = np.zeros((len(g), self.codec.size), dtype=bool)
         masks_many(g, seats, kinds, game._st, game._tb, self.perm, self.codes, m)
         return m
@@ -102,7 +109,7 @@ class BatchedView:
         if a.ndim != 2 or a.shape[1] != len(c.nvec) or a.dtype.kind not in "iu":
             raise ValueError(f"actions: expected integers of shape (num_envs, {len(c.nvec)}), got {a.shape}")
         ok = np.zeros(len(a), dtype=bool)
-        legal_many(np.ascontiguousarray(a, dtype=np.int64), masks, c.nvec, c.offsets, ok)
+        legal_many(np.ascontiguousarray(a, dtype=np.int64), read_only(masks), c.nvec, c.offsets, ok)
         return ok
 
     def bid_counts(self, actions: np.ndarray, held: np.ndarray) -> np.ndarray:
