@@ -1076,8 +1076,9 @@ def _interest_model(rng, view, pos, G, seat, K, t, judgement, bot):
     card_value = _card_value(pos, view, seat, t, judgement) if card >= 0 else 0.0
     rivals = _rivals(seat, P)
     keys = np.zeros((rivals.shape[0], K, T), dtype=np.int64)
+    unmirrored = np.int64(0)  # not the literal 0: Numba would compile _rival_bids a second time for it (2 s)
     for i in range(rivals.shape[0]):
-        _rival_bids(rng, view, G, rivals[i], K, 0, card_value, t, bot, keys[i])
+        _rival_bids(rng, view, G, rivals[i], K, unmirrored, card_value, t, bot, keys[i])
     return _model_from_rival_bids(pos, view, G, seat, K, rivals, keys, card_value, t, bot)
 
 
