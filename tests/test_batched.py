@@ -221,3 +221,25 @@ def test_a_board_with_more_than_127_tokens_of_a_type_records_and_replays_its_bid
     assert batch._hist_bids.max() >= 150
     for i in range(2):
         assert state_dict(run_scenario(batch.export(i))) == batch.state_dict(i)
+
+
+def test_index_arrays_cross_into_the_kernels_contiguous(monkeypatch) -> None:
+    """A strided slice of seats is another Numba type than a contiguous array: each kernel compiled twice on a
+    fresh machine (3 s of the main job). The view hands the kernels contiguous int64 arrays whatever it gets."""
+    from revolution_env.env import batched as view_module
+
+    layout = make_layout(Rules(players=3))
+    game = BatchedGame(layout, 4, rng=np.random.default_rng(0))
+    game.reset(np.arange(4), np.arange(4))
+    view = BatchedView(Codec(layout), ObservationLayout(Codec(layout)))
+    seen = []
+    for name in ("observe_many", "masks_many"):
+        monkeypatch.setattr(view_module, name, lambda *args: seen.append(args[:3]))
+    pairs = np.array([[0, 0], [1, 1], [2, 2], [3, 0]])
+    games, seats = pairs[:, 0], pairs[:, 1]  # strided views
+    kinds = np.full(4, int(Decision.BID), dtype=np.int32)
+    view.observe(game, games, seats, kinds)
+    view.masks(game, games, seats, kinds)
+    assert len(seen) == 2
+    for arrays in seen:
+        assert all(a.dtype == np.int64 and a.flags.c_contiguous for a in arrays)

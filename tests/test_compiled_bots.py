@@ -297,6 +297,34 @@ def test_a_build_that_cannot_cache_leaves_the_reference_playing_with_a_warning(m
 
 
 @needs_numba
+@pytest.mark.parametrize("source", ["vector env", "gym env", "writable"])
+def test_masks_cross_into_the_compiled_code_as_the_build_compiled_them(monkeypatch, source):
+    """The build compiles ``_decide_many`` for one set of argument types; a call with any other (the envs hand
+    out read-only masks, a caller may pass writable ones) compiled the bots' entry point a second time on a fresh
+    machine, 16 s before the main job's first decision."""
+    bot = ValueBot(players=3)
+    typeof = compiled._decide_many.typeof_pyval
+    built = tuple(typeof(a) for a in compiled._arguments(bot))
+    if source == "vector env":
+        env = revolution_env.vector_env(4, players=3, opponents="random")
+        obs, _ = env.reset(seed=0)
+        masks = env.action_masks()
+        assert not masks.flags.writeable
+    elif source == "gym env":
+        env = revolution_env.gym_env(players=3)
+        obs, _ = env.reset(seed=0)
+        obs, masks = obs[None], env.action_masks()[None]
+    else:
+        env = revolution_env.vector_env(4, players=3, opponents="random")
+        obs, _ = env.reset(seed=0)
+        masks = env.action_masks().copy()
+    seen = []
+    monkeypatch.setattr(compiled, "_decide_many", lambda *args: seen.append(args) or 0)
+    compiled.decide(bot, obs, masks)
+    assert tuple(typeof(a) for a in seen[0]) == built
+
+
+@needs_numba
 def test_sigterm_stops_the_background_build_at_once(tmp_path):
     """Ctrl-C and SIGTERM wait for a compilation to end (common.jit), but not in the build process, which only
     compiles: stopped there, it leaves nothing half-built that would run."""
