@@ -229,6 +229,8 @@ class RevolutionVectorEnv(BatchedVectorEnv):
     def _opponent_bids(self, games: np.ndarray, bids: np.ndarray) -> None:
         """Every opponent's bid in ``games`` (all waiting for bids), written into ``bids`` (n, players, T, 3): the
         random opponent's drawn now, the agents' decided when the round began (:meth:`_decide_bids_early`)."""
+        if not self._has_early[games].all():  # never expected: every game that bids waited for it at _observe
+            raise RuntimeError(f"vector env: no early bids for games {games[~self._has_early[games]].tolist()}")
         opp = self.opponent_of[games]  # (n, players)
         for index in np.unique(opp[opp >= 0]).tolist():
             rows, seats = np.nonzero(opp == index)
