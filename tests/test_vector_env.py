@@ -410,6 +410,39 @@ def test_opponents_asked_in_threads_play_the_same_games(monkeypatch, action_mode
             assert a == b
 
 
+class _BreaksTheMask:
+    """An opponent whose bids name a choice where a bid has none (dimension 0 allows only 0 in a bid)."""
+
+    name = "breaks the mask"
+
+    def __init__(self, dims: int) -> None:
+        self.dims = dims
+
+    def act(self, observation, info):  # pragma: no cover - the vector env calls act_batch
+        raise AssertionError
+
+    def act_batch(self, observations, masks, decisions):
+        actions = np.zeros((len(observations), self.dims), np.int64)
+        actions[:, 0] = 1
+        return actions
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_an_opponent_that_breaks_the_mask_fails_the_step_that_needs_its_bid(monkeypatch, threads: int) -> None:
+    """Opponents' bids are decided when the round begins (in threads, or at once on one core); an opponent whose
+    bid breaks the mask fails the step that needs the bid, named, whatever the threads, and never ``reset``."""
+    from revolution_env.arena import vector
+
+    monkeypatch.setattr(vector, "_threads", lambda: threads)
+    monkeypatch.setattr(vector, "_POOL", [])
+    dims = len(revolution_env.vector_env(1, players=3, opponents="random").codec.nvec)
+    env = revolution_env.vector_env(3, players=3, opponents=_BreaksTheMask(dims))
+    env.reset(seed=0)  # the first round's bids are decided here: no error yet
+    assert (env._kinds == K_BID).all()
+    with pytest.raises(RuntimeError, match="opponent 'breaks the mask' broke the mask in env 0"):
+        env.step(random_actions(env, np.random.default_rng(0)))
+
+
 # --- the token mode (action_mode="tokens") ---------------------------------------------------------------------
 
 

@@ -262,10 +262,15 @@ class RevolutionVectorEnv(BatchedVectorEnv):
             rows, seats = np.nonzero(opp == index)
             g = waiting[rows]
             job = (opponent, g, seats, np.full(len(g), K.K_BID, dtype=np.int64))
-            if _threads() < 2:
-                self._early[g, seats] = self._agent_actions(*job)
-            else:
-                self._pending.append((g, seats, _pool().submit(self._agent_actions, *job)))
+            if _threads() >= 2:
+                future = _pool().submit(self._agent_actions, *job)
+            else:  # decided now; an error is raised where the threads' would be, by the step that needs the bids
+                future = Future()
+                try:
+                    future.set_result(self._agent_actions(*job))
+                except Exception as exc:
+                    future.set_exception(exc)
+            self._pending.append((g, seats, future))
 
     def _collect_early(self) -> None:
         """Wait for the bids :meth:`_decide_bids_early` started and keep them (an opponent's error is raised here)."""
