@@ -410,6 +410,27 @@ def test_opponents_asked_in_threads_play_the_same_games(monkeypatch, action_mode
             assert a == b
 
 
+def test_a_copy_of_a_running_env_plays_the_same_games() -> None:
+    """The opponents' bids of a round are decided in threads when it begins; a copy (``copy.deepcopy``, pickle)
+    takes them as decided and plays on as the original does."""
+    import copy
+    import pickle
+
+    env = revolution_env.vector_env(4, players=3, opponents=["value", "bargain"])
+    env.reset(seed=5)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        env.step(random_actions(env, rng))
+    twins = [copy.deepcopy(env), pickle.loads(pickle.dumps(env))]
+    for _ in range(30):
+        actions = random_actions(env, rng)
+        out = env.step(actions)
+        for twin in twins:
+            again = twin.step(actions)
+            for a, b in zip(out[:4], again[:4]):
+                np.testing.assert_array_equal(a, b)
+
+
 class _BreaksTheMask:
     """An opponent whose bids name a choice where a bid has none (dimension 0 allows only 0 in a bid)."""
 

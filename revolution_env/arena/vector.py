@@ -197,6 +197,11 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         self._decide_bids_early()
         return obs
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled or copied env holds the opponents' bids decided early, not the threads deciding them."""
+        self._collect_early()
+        return self.__dict__.copy()
+
     def _decide(self, actions: np.ndarray, kinds: np.ndarray, playing: np.ndarray) -> None:
         """The learner's bids (with its opponents', once its bid is complete) and other decisions; opponents then
         play until the learner is asked again."""
