@@ -267,15 +267,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
             rows, seats = np.nonzero(opp == index)
             g = waiting[rows]
             job = (opponent, g, seats, np.full(len(g), K.K_BID, dtype=np.int64))
-            if _threads() >= 2:
-                future = _pool().submit(self._agent_actions, *job)
-            else:  # decided now; an error is raised where the threads' would be, by the step that needs the bids
-                future = Future()
-                try:
-                    future.set_result(self._agent_actions(*job))
-                except Exception as exc:
-                    future.set_exception(exc)
-            self._pending.append((g, seats, future))
+            self._pending.append((g, seats, self._start(job)))
 
     def _collect_early(self) -> None:
         """Wait for the bids :meth:`_decide_bids_early` started and keep them (an opponent's error is raised here)."""
@@ -292,11 +284,23 @@ class RevolutionVectorEnv(BatchedVectorEnv):
 
     def _agents_act(self, jobs: list[tuple]) -> list[np.ndarray]:
         """The actions of several agents, each for its games (``_agent_actions``): in threads where there are
-        several, since each agent decides from its own state alone (the compiled bots and NumPy release the GIL);
-        the results are those of one after the other."""
-        if len(jobs) < 2 or _threads() < 2:
+        several (:meth:`_start`); the results are those of one after the other."""
+        if len(jobs) < 2:
             return [self._agent_actions(*job[:4]) for job in jobs]
-        return list(_pool().map(lambda job: self._agent_actions(*job[:4]), jobs))
+        return [future.result() for future in [self._start(job) for job in jobs]]
+
+    def _start(self, job: tuple) -> Future:
+        """An agent's actions for its games (``_agent_actions(*job[:4])``): in the opponents' threads where two
+        cores or more are usable, since each agent decides from its own state alone (the compiled bots and NumPy
+        release the GIL); else decided now. The result, or the agent's error, is the future's."""
+        if _threads() >= 2:
+            return _pool().submit(self._agent_actions, *job[:4])
+        future: Future = Future()
+        try:
+            future.set_result(self._agent_actions(*job[:4]))
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
 
     def _play_opponents(self) -> None:
         """Opponents' non-bid decisions (Guy, Spy, Apothecary) until every game waits for the learner or is over."""
