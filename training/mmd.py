@@ -48,6 +48,8 @@ from stable_baselines3.common.utils import explained_variance
 from torch import nn
 from torch.nn import functional as F
 
+from revolution_env.interop.torch import legal_probabilities
+
 
 class MagnetActor(nn.Module):
     """A frozen copy of an SB3 ``MlpPolicy``'s actor (its hidden layers and ``action_net``): the magnet's logits."""
@@ -102,8 +104,8 @@ def kl_to_magnet(distribution: Any, magnet_logits: th.Tensor | None) -> th.Tenso
         else:
             log_q = runs.log_softmax(magnet_logits, legal)
         total = 0
-        for lp, lq, m in zip(log_p, log_q, legal):  # exp of the legal values only, as MaskedRuns.entropy
-            total = total + ((lp * m).exp() * (lp - lq) * m).sum((-2, -1))
+        for lp, lq, m in zip(log_p, log_q, legal):
+            total = total + (legal_probabilities(lp, m) * (lp - lq)).sum((-2, -1))
         return total
     if isinstance(distribution, MaskableCategoricalDistribution):
         inner = distribution.distribution
@@ -114,7 +116,7 @@ def kl_to_magnet(distribution: Any, magnet_logits: th.Tensor | None) -> th.Tenso
             log_q = -th.log(m.sum(-1, keepdim=True)).expand_as(m)
         else:
             log_q = th.log_softmax(th.where(legal, magnet_logits, th.full_like(magnet_logits, -1e8)), -1)
-        return ((log_p * m).exp() * (log_p - log_q) * m).sum(-1)  # exp of the legal values only, as above
+        return (legal_probabilities(log_p, m) * (log_p - log_q)).sum(-1)
     raise TypeError(f"magnet: no KL for the action distribution {type(distribution).__name__}")
 
 

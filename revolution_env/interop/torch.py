@@ -35,6 +35,12 @@ class MaskedCategorical(Categorical):
         super().__init__(logits=torch.where(mask, logits, torch.full_like(logits, MASKED)))
 
 
+def legal_probabilities(log_p: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """``exp(log_p)`` where ``legal`` is 1.0 and exactly 0 where it is 0.0, taking ``exp`` of the legal values
+    only: ``exp`` of a masked value's log-probability, which underflows, is ten times slower than of any other."""
+    return (log_p * legal).exp() * legal
+
+
 class MaskedRuns:
     """Masked softmaxes over the dimensions of ``MultiDiscrete(nvec)``, computed per run of dimensions of one width
     (``revolution_env.env.spaces.equal_width_runs``: views of the flat logits and masks, no padding) with a fused
@@ -83,8 +89,8 @@ class MaskedRuns:
         """Summed over the dimensions; a masked value (probability exactly 0) adds nothing."""
         total = 0
         for lp, m in zip(log_p, legal or [None] * len(log_p)):
-            z = lp if m is None else lp * m  # a masked value: exp(0) * 0
-            total = total - (z.exp() * z).sum((-2, -1))
+            p = lp.exp() if m is None else legal_probabilities(lp, m)
+            total = total - (p * lp).sum((-2, -1))
         return total
 
     def sample(self, log_p: list[torch.Tensor]) -> torch.Tensor:
