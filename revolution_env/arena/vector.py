@@ -17,6 +17,9 @@ decisions) -> actions`` is called once per step for all the games it plays in: a
 pass (``PolicyAgent.act_batch``), a heuristic bot through its compiled code
 (``revolution_env.agents.compiled``: the same decisions as its ``act`` on each row in turn, about 0.2 ms a bid).
 Other agents are called per game through their scalar ``act(observation, info)`` on observations built in batch.
+An agent's bids of a round are decided when the round begins, in the opponents' threads while the learner decides
+(a bid reads only the round's state, which the learner's secret bid does not change); the games are the same on
+one core as on several.
 
 Every variant plays here, the first edition included (its Remove decisions are the learner's, or an opponent's,
 like Spy and Apothecary). Not supported: rendering.
