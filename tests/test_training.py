@@ -583,6 +583,34 @@ def test_best_pt_keeps_the_evaluation_best_by_mean_or_worst(tmp_path, monkeypatc
         TrainConfig(best_by="median")
 
 
+@pytest.mark.parametrize(("players", "fill"), [(2, "random"), (3, "random"), (4, None)])
+def test_the_mirror_table_seats_a_copy_of_the_learner_beside_it(tmp_path, monkeypatch, players, fill):
+    import revolution_env.evaluation as evaluation
+    import revolution_training.train as train_module
+
+    played = []
+
+    class Result:  # what _win_rates reads of an evaluation: the learner's seat by its spec, and its stats
+        def __init__(self, lineup):
+            self.specs = {f"seat{i}": spec for i, spec in enumerate(lineup)}
+            self.stats = {name: type("S", (), {"win_rate": 0.25})() for name in self.specs}
+
+    def evaluate_lineup(lineup, *args, **kwargs):
+        played.append(list(lineup))
+        return Result(lineup)
+
+    monkeypatch.setattr(evaluation, "evaluate_lineup", evaluate_lineup)
+    config = TrainConfig(**{**TINY, "players": players, "eval_opponents": ["value", "self"], "eval_fill": fill})
+    rates = train_module._win_rates(config, tmp_path / "learner.pt", 0, config.env_options())
+    me = str(tmp_path / "learner.pt")
+    rest = players - 2
+    assert played == [[me, "value"] + [fill or "value"] * rest, [me, me] + [fill or me] * rest]
+    assert rates == {"value": 0.25, "self": 0.25}
+    assert TrainConfig(eval_opponents=["self"]).baselines() == ["self"]
+    with pytest.raises(ValueError, match="eval_opponents: expected an agent spec"):
+        TrainConfig(eval_opponents=["self", "nosuch"])
+
+
 # --- starting from trained weights (init_from) -------------------------------------------------------------------
 
 

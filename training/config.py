@@ -22,6 +22,7 @@ from revolution_env.env.core import REWARDS
 from revolution_env.env.modes import ACTION_MODES
 
 ACTIVATIONS = ("tanh", "relu")
+MIRROR = "self"  # in eval_opponents: a table of the learner, a copy of it and eval_fill
 
 
 @dataclass
@@ -187,7 +188,9 @@ class TrainConfig:
     eval_games: int = 30
     """Games per baseline in each evaluation (rotated over the seats)."""
     eval_opponents: list[str] | None = None
-    """Baselines, evaluated one at a time (None: the ``heuristics`` list)."""
+    """Baselines, evaluated one at a time (None: the ``heuristics`` list). ``self`` is a mirror table: the learner,
+    a copy of it, and ``eval_fill`` in the other seats (two copies of one policy fight over the same characters; a
+    policy that only ever met other bots can lose nearly every game there, even beside ``random``)."""
     eval_fill: str | None = "random"
     """Who takes the seats beyond the learner and the baseline with 3 or 4 players (None: more copies of the
     baseline; identical bots tend to tie each other's bids, which flatters the learner). With ``random`` the
@@ -325,6 +328,13 @@ def _optional_specs(v: Any) -> str | None:
     return None if v is None else _specs(v)
 
 
+def _baselines(v: Any) -> str | None:
+    """``eval_opponents``: agent specs, or ``self`` (a mirror table: ``TrainConfig.eval_opponents``)."""
+    if isinstance(v, list) and MIRROR in v:
+        v = [s for s in v if s != MIRROR] or None
+    return _optional_specs(v)
+
+
 def _device(v: Any) -> str | None:
     ok = isinstance(v, str) and re.fullmatch(r"cpu|auto|mps|cuda(:\d+)?", v) is not None
     return None if ok else "cpu, cuda, cuda:N, mps or auto"
@@ -423,7 +433,7 @@ CHECKS = {
     "max_exploiters": _positive_int,
     "eval_every": _non_negative_int,
     "eval_games": _positive_int,
-    "eval_opponents": _optional_specs,
+    "eval_opponents": _baselines,
     "eval_fill": lambda v: None if v is None else _spec(v),
     "eval_sample": _bool,
     "eval_workers": _positive_int,

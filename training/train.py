@@ -53,7 +53,7 @@ from revolution_training.checkpoint import (
     read_checkpoint,
     save_checkpoint,
 )
-from revolution_training.config import TrainConfig, dump_config, from_dict
+from revolution_training.config import MIRROR, TrainConfig, dump_config, from_dict
 from revolution_training.distributions import MaskableMultiDiscretePolicy
 from revolution_training.exploit import ExploitResult, default_folder, exploit_config, final_games_seed, measure
 from revolution_training.league import League, LeagueReader, plot_matrix
@@ -430,7 +430,8 @@ def _win_rates(config: TrainConfig, path: Path, step: int, options: dict[str, An
     rates = {}
     spec = str(path) + (SAMPLING if config.eval_sample else "")
     for baseline in config.baselines():
-        lineup = [spec, baseline] + [config.eval_fill or baseline] * (config.players - 2)
+        other = spec if baseline == MIRROR else baseline  # a mirror table: the learner beside a copy of itself
+        lineup = [spec, other] + [config.eval_fill or other] * (config.players - 2)
         ev = evaluate_lineup(lineup, config.eval_games, config.seed, options, config.eval_workers, progress=False)
         learner = next(name for name, s in ev.specs.items() if s == spec)
         rates[baseline] = ev.stats[learner].win_rate
