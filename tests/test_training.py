@@ -67,7 +67,7 @@ def write_config(folder: Path, **changes) -> Path:
 
 
 def train_cli(*args: str, **popen) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"}  # a crash prints its threads' stacks
     return subprocess.Popen(
         [sys.executable, "-m", "revolution_training", "train", "--no-progress", *args],
         cwd=ROOT,
@@ -585,8 +585,9 @@ def test_best_pt_keeps_the_evaluation_best_by_mean_or_worst(tmp_path, monkeypatc
 
 @pytest.mark.parametrize(("players", "fill"), [(2, "random"), (3, "random"), (4, None)])
 def test_the_mirror_table_seats_a_copy_of_the_learner_beside_it(tmp_path, monkeypatch, players, fill):
-    import revolution_env.evaluation as evaluation
     import revolution_training.train as train_module
+
+    import revolution_env.evaluation as evaluation
 
     played = []
 
@@ -842,11 +843,12 @@ def test_ctrl_c_while_imitating_says_there_is_nothing_to_resume(tmp_path):
             seen.append(lines.get(timeout=60))  # raises queue.Empty if the run never gets there
         time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 130
+        code = proc.wait(timeout=60)
     finally:
         proc.kill()
     reader.join(timeout=10)
     log = "".join(seen) + "".join(lines.queue)
+    assert code == 130, log  # a crash shows every thread's stack in the log (PYTHONFAULTHANDLER, train_cli)
     assert "aborted before the first save: nothing to resume, start the run again" in log, log
     assert not (out / "state.json").exists()
 
