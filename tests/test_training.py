@@ -853,6 +853,47 @@ def test_ctrl_c_while_imitating_says_there_is_nothing_to_resume(tmp_path):
     assert not (out / "state.json").exists()
 
 
+def test_an_interrupted_recording_closes_its_env_with_no_bid_under_way(monkeypatch):
+    """Ctrl-C while imitating: the recording's env is closed on the way out, after the opponents' bids under way in
+    its threads (on two cores or more) are done, so that no thread runs the bots while the process exits."""
+    from revolution_training import pretrain
+
+    import revolution_env
+    from revolution_env.agents.base import act_batch
+
+    envs, calls = [], []
+    make = revolution_env.vector_env
+
+    def spy_env(*args, **kwargs):
+        envs.append(make(*args, **kwargs))
+        return envs[-1]
+
+    def interrupted(agent, *args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return act_batch(agent, *args)
+
+    monkeypatch.setattr(revolution_env, "vector_env", spy_env)
+    monkeypatch.setattr(pretrain, "act_batch", interrupted)
+    config = TrainConfig(**{**TINY, "pretrain_teacher": "value", "heuristics": ["value", "area"]})
+    with pytest.raises(KeyboardInterrupt):
+        pretrain.collect(config, 1_000, seed=0, progress=False)
+    env = envs[0]
+    assert env.closed and not env._pending
+
+
+def test_a_finished_run_leaves_no_tensorboard_writer_running(tmp_path):
+    """A run closes its TensorBoard writer (SB3 leaves it open): its daemon thread does not outlive the run, to be
+    torn down with the interpreter."""
+    import threading
+
+    from revolution_training.train import train
+
+    train(TrainConfig(**{**TINY, "eval_every": 0}), out=tmp_path / "run")
+    assert not [t for t in threading.enumerate() if "tensorboard" in type(t).__module__], threading.enumerate()
+
+
 def test_the_env_backend_is_the_batched_engine_for_every_variant():
     from revolution_training.config import TrainConfig
 

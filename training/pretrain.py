@@ -131,6 +131,17 @@ def _collect_batched(
     n = len(shares)
     league = LeagueReader(None, config.heuristics, options, heuristics_weights=config.heuristics_weights)
     env = vector_env(n, opponents=league, keep_finished=0, action_mode=config.action_mode, **options)
+    try:  # closed however the recording ends: a Ctrl-C leaves no opponent's bids under way in its threads
+        return _record(config, teacher, shares, seed, env, progress)
+    finally:
+        env.close()
+
+
+def _record(
+    config: TrainConfig, teacher: Any, shares: list[int], seed: int, env: Any, progress: bool | None
+) -> Demonstrations:
+    """:func:`_collect_batched`'s recording in ``env``, one game of it per share."""
+    n = len(shares)
     seeds = np.random.default_rng(np.random.SeedSequence([seed, n]))
     obs, info = env.reset(seed=int(seeds.integers(2**31)))
     teacher.reset(int(seeds.integers(2**31)))
@@ -161,7 +172,6 @@ def _collect_batched(
             current[i] = []
         shown(sum(min(h + len(c), s) for h, c, s in zip(held, current, shares)))  # games in flight count too
     shown.close()
-    env.close()
     steps = [row for game in done for row in game]
     return Demonstrations(
         np.asarray([r[0] for r in steps], dtype=np.float32),

@@ -706,7 +706,7 @@ def train(
 
     threads = config.update_threads()  # before the run sets torch's threads: a user's setting is kept
     with torch_threads(1):  # the rollouts; PPO's updates take `threads` (SelfPlayCallback)
-        venv = None
+        venv = model = None
         try:
             venv = make_vec_env(config, out / "league")
             if state is None:
@@ -758,6 +758,8 @@ def train(
                 model.num_timesteps, interrupted, sps, run.best_win_rate, out, callback.stop_signal, config.best_by
             )
         finally:
+            if getattr(model, "_logger", None) is not None:  # its TensorBoard writer's thread ends with it
+                model.logger.close()
             if venv is not None:
                 close_vec_env(venv)
 
