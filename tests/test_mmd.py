@@ -114,6 +114,39 @@ def test_with_the_regularisers_off_an_mmd_update_is_maskable_ppos(tmp_path):
     venv.close()
 
 
+@pytest.mark.parametrize("action_mode", ["bid", "tokens"])
+def test_the_update_skips_the_actor_on_rows_with_nothing_to_decide_and_keeps_the_loss(tmp_path, action_mode):
+    """Pure self-play's rollouts hold rows of seats that wait (one legal value per head): the update runs the actor
+    and the magnet over the other rows only, and its values, log-probabilities, entropies, magnet KL and the
+    gradients of the loss's terms are those of ``evaluate_actions`` and ``kl_to_magnet`` over every row."""
+    _, venv, model = rollout(tmp_path, "mmd", selfplay=True, magnet="latest", magnet_every=64,
+                             action_mode=action_mode, n_steps=16)  # fmt: skip
+    with torch.no_grad():  # a magnet apart from the policy, so that its KL is not 0
+        model.policy.magnet.action_net.weight.mul_(3.0)
+    model.ent_coef = 0.01  # the entropy's gradient too
+    policy, params = model.policy, [p for p in model.policy.parameters() if p.requires_grad]
+    waiting = 0
+    for batch in model.rollout_buffer.get(64):
+        actions = batch.actions.long().flatten() if action_mode == "tokens" else batch.actions
+        heads = 1 if action_mode == "tokens" else len(model.action_space.nvec)
+        waiting += (batch.action_masks.sum(1) == heads).float().mean().item() >= 1 / 8  # the rows apart
+        values, log_prob, entropy = policy.evaluate_actions(batch.observations, actions, batch.action_masks)
+        kl = kl_to_magnet(policy.action_dist, model._magnet_logits(batch.observations)).mean()
+        full = (values.flatten(), log_prob, entropy, kl)
+        ours = model._evaluate(batch.observations, actions, batch.action_masks)
+        grads = []
+        for terms in (full, ours):
+            policy.optimizer.zero_grad()
+            sum(t.sum() * w for t, w in zip(terms, (0.3, 1.0, 0.7, 2.0))).backward()
+            grads.append([p.grad.clone() for p in params])
+        for a, b in zip(full, ours):
+            assert torch.allclose(a, b, atol=1e-5), (a, b)
+        for a, b in zip(*grads):
+            assert torch.allclose(a, b, atol=1e-5)
+    assert waiting > 0  # minibatches in which the update skips the actor's rows that wait
+    venv.close()
+
+
 def test_the_magnet_term_pulls_the_policy_towards_the_magnet(tmp_path):
     _, venv, model = rollout(tmp_path, "mmd", magnet="latest", magnet_every=64, magnet_coef=5.0, kl_coef=0.0,
                              ent_coef=0.0, n_epochs=4, learning_rate=1e-2)  # fmt: skip
