@@ -103,3 +103,16 @@ def test_the_discrete_case_and_bad_masks():
         MaskedCategorical(logits, torch.zeros(2, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="sum\\(nvec\\)"):
         MaskedMultiCategorical(torch.zeros(1, 5), torch.ones(1, 5), [2, 2])
+
+
+def test_the_mode_is_the_first_most_likely_legal_value_of_each_dimension_ties_included():
+    """The mode per dimension is ``argmax``'s: the first of the most likely legal values (logits drawn from a few
+    values, so that ties are common)."""
+    masks, nvec = env_masks(3, 64)
+    torch.manual_seed(1)
+    logits = torch.randint(0, 3, (len(masks), int(nvec.sum()))).float()
+    mode = MaskedMultiCategorical(logits, torch.as_tensor(masks), nvec).mode
+    offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+    for d, (start, n) in enumerate(zip(offsets, nvec)):
+        block = logits[:, start : start + n].masked_fill(~torch.as_tensor(masks[:, start : start + n]).bool(), -1e9)
+        assert torch.equal(mode[:, d], torch.argmax(block, -1)), d
