@@ -41,7 +41,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from revolution_training.distributions import GroupedMaskableMultiCategorical
-from revolution_training.policy import actor_layers
+from revolution_training.policy import actor_layers, evaluate_rows
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
 from stable_baselines3.common.utils import explained_variance
@@ -184,20 +184,13 @@ class MagnetPPO(MaskablePPO):
         ``evaluate_actions`` does: the copies would cost about what they save, and such runs train the same
         weights as before, bit for bit. The entropy is computed without a gradient when ``ent_coef`` is 0 (it is
         only logged)."""
-        policy = self.policy
         heads = len(self.action_space.nvec) if isinstance(self.action_space, spaces.MultiDiscrete) else 1
         decides = masks.sum(1) > heads  # some head with two legal values or more
-        features = policy.extract_features(observations)
-        pi_features, vf_features = (features, features) if policy.share_features_extractor else features
-        values = policy.value_net(policy.mlp_extractor.forward_critic(vf_features)).flatten()
         all_rows = int(decides.sum()) * 8 > len(decides) * 7  # the rows that wait, if any, are under an eighth
-        if not all_rows:
-            pi_features, actions, masks, observations = (
-                x[decides] for x in (pi_features, actions, masks, observations)
-            )
-        distribution = policy._get_action_dist_from_latent(policy.mlp_extractor.forward_actor(pi_features))
-        distribution.apply_masking(masks)
-        log_prob = distribution.log_prob(actions)
+        rows = None if all_rows else decides
+        values, distribution, log_prob = evaluate_rows(self.policy, observations, actions, masks, rows)
+        if rows is not None:
+            observations = observations[rows]
         with th.set_grad_enabled(bool(self.ent_coef) and th.is_grad_enabled()):
             entropy = distribution.entropy()
         kl = kl_to_magnet(distribution, self._magnet_logits(observations))

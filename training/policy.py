@@ -12,7 +12,15 @@ import torch
 
 from revolution_env.agents.checkpoint import MaskedChooser, PolicyAgent, PolicyNet, load_policy_agent
 
-__all__ = ["MaskedChooser", "PolicyAgent", "PolicyNet", "actor_layers", "load_policy_agent", "policy_from_sb3"]
+__all__ = [
+    "MaskedChooser",
+    "PolicyAgent",
+    "PolicyNet",
+    "actor_layers",
+    "evaluate_rows",
+    "load_policy_agent",
+    "policy_from_sb3",
+]
 
 
 def actor_layers(sb3_policy: Any) -> list[torch.nn.Linear]:
@@ -20,6 +28,24 @@ def actor_layers(sb3_policy: Any) -> list[torch.nn.Linear]:
     (``layers.<i>`` of a checkpoint's ``state_dict``)."""
     linears = [m for m in sb3_policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
     return [*linears, sb3_policy.action_net]
+
+
+def evaluate_rows(
+    sb3_policy: Any, observations: torch.Tensor, actions: torch.Tensor, masks: torch.Tensor, rows: Any = None
+) -> tuple[torch.Tensor, Any, torch.Tensor]:
+    """sb3-contrib's ``evaluate_actions`` in parts: the critic's values ``(batch,)`` on every row, and the actor's
+    masked distribution and the log-probabilities of ``actions`` on ``rows`` only (a boolean ``(batch,)`` tensor;
+    None: every row). The same operations as ``evaluate_actions`` (its values and gradients bit for bit over every
+    row), without its entropy, which the imitation's loss never uses, and with the actor skipped where MMD's
+    update knows it adds nothing (``revolution_training.mmd``)."""
+    features = sb3_policy.extract_features(observations)
+    pi, vf = (features, features) if sb3_policy.share_features_extractor else features
+    values = sb3_policy.value_net(sb3_policy.mlp_extractor.forward_critic(vf)).flatten()
+    if rows is not None:
+        pi, actions, masks = pi[rows], actions[rows], masks[rows]
+    distribution = sb3_policy._get_action_dist_from_latent(sb3_policy.mlp_extractor.forward_actor(pi))
+    distribution.apply_masking(masks)
+    return values, distribution, distribution.log_prob(actions)
 
 
 def policy_from_sb3(sb3_policy: Any, activation: str) -> dict[str, Any]:

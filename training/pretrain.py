@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from revolution_training.config import TrainConfig
 from revolution_training.league import LeagueReader
+from revolution_training.policy import evaluate_rows
 from revolution_training.selfplay import make_selfplay_env
 from tqdm import tqdm
 
@@ -278,8 +279,8 @@ def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, f
             rng.shuffle(fit)
             for start in range(0, len(fit), size):
                 obs, actions, masks, returns = _batch(demos, fit[start : start + size], policy.device)
-                values, log_prob, _ = policy.evaluate_actions(obs, actions, action_masks=masks)
-                loss = -log_prob.mean() + config.vf_coef * F.mse_loss(values.flatten(), returns)
+                values, _, log_prob = evaluate_rows(policy, obs, actions, masks)
+                loss = -log_prob.mean() + config.vf_coef * F.mse_loss(values, returns)
                 policy.optimizer.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
