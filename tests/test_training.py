@@ -912,7 +912,7 @@ def test_the_first_edition_trains_on_the_vector_backend(tmp_path):
     from revolution_training.train import make_vec_env
 
     config = load_config(write_config(tmp_path, n_envs=4, first_edition=True, heuristics=["random", "value"]))
-    venv = make_vec_env(config, tmp_path / "league")
+    venv = make_vec_env(config, tmp_path / "league", keep_finished=1_000)
     vector = venv.venv.venv  # VecMonitor, SB3VecEnv, the vector env
     assert vector.layout.card_space >= 0
     venv.seed(0)
@@ -927,6 +927,30 @@ def test_the_first_edition_trains_on_the_vector_backend(tmp_path):
     for scenario, final in finished:
         assert state_dict(run_scenario(scenario)) == final
     venv.close()
+
+
+@pytest.mark.parametrize("selfplay", [False, True])
+def test_a_run_keeps_no_finished_games_that_it_never_reads(tmp_path, selfplay):
+    """The batched env of a run keeps no finished games for ``pop_finished()`` (the env's default, 100,000, held
+    about 1.4 GB of records in a long 4-player run, read by nobody); asked for, it keeps them."""
+    from revolution_training.train import make_vec_env
+
+    changes = {"selfplay": True} if selfplay else {"heuristics": ["random"]}
+    config = load_config(write_config(tmp_path, n_envs=4, **changes))
+    for keep, kept in ((None, False), (50, True)):
+        venv = (
+            make_vec_env(config, tmp_path / "league")
+            if keep is None
+            else make_vec_env(config, tmp_path / "league", keep)
+        )
+        vector = venv.venv.venv  # VecMonitor, SB3VecEnv, the vector env
+        venv.seed(0)
+        venv.reset()
+        for _ in range(200):
+            masks = np.stack(venv.env_method("action_masks"))
+            venv.step(np.stack([_masked_sample(m, venv.action_space.nvec) for m in masks]))
+        assert bool(vector.pop_finished()) == kept
+        venv.close()
 
 
 def test_the_vector_backend_reports_who_the_learner_played(tmp_path):

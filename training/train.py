@@ -148,23 +148,28 @@ def env_factory(config: TrainConfig, league_folder: Path, in_subprocess: bool):
     return make
 
 
-def make_vec_env(config: TrainConfig, league_folder: Path) -> VecEnv:
+def make_vec_env(config: TrainConfig, league_folder: Path, keep_finished: int = 0) -> VecEnv:
     """``n_envs`` self-play games with episode statistics (VecMonitor): one batched vector env (the ``vector``
     backend), or one scalar env per subprocess (DummyVecEnv for one); with ``selfplay``, every seat of the
     ``n_envs`` batched games a row (``revolution_env.selfplay_vector_env``) and no league. With
-    ``truncated_reward``, a game cut at ``max_rounds`` ends with that reward (:class:`TruncatedReward`)."""
-    venv = _games(config, league_folder)
+    ``truncated_reward``, a game cut at ``max_rounds`` ends with that reward (:class:`TruncatedReward`).
+    ``keep_finished``: the batched env's finished games kept for ``pop_finished()``; a run never reads them, so
+    none by default (the env's own default, 100,000, held about 1.4 GB of game records in a 4-player run of 2M
+    steps, and warned that it dropped the oldest)."""
+    venv = _games(config, league_folder, keep_finished)
     if config.truncated_reward is not None:
         venv = TruncatedReward(venv, config.truncated_reward)
     return VecMonitor(venv)
 
 
-def _games(config: TrainConfig, league_folder: Path) -> VecEnv:
+def _games(config: TrainConfig, league_folder: Path, keep_finished: int) -> VecEnv:
     if config.selfplay:
         from revolution_env import selfplay_vector_env
 
         options = config.env_options()
-        return SB3VecEnv(selfplay_vector_env(config.n_envs, action_mode=config.action_mode, **options))
+        return SB3VecEnv(
+            selfplay_vector_env(config.n_envs, action_mode=config.action_mode, keep_finished=keep_finished, **options)
+        )
     if config.backend() == "vector":
         from revolution_env import vector_env
 
@@ -180,7 +185,11 @@ def _games(config: TrainConfig, league_folder: Path) -> VecEnv:
             config.heuristics_weights,
         )
         options = config.env_options()
-        return SB3VecEnv(vector_env(config.n_envs, opponents=league, action_mode=config.action_mode, **options))
+        return SB3VecEnv(
+            vector_env(
+                config.n_envs, opponents=league, action_mode=config.action_mode, keep_finished=keep_finished, **options
+            )
+        )
     if config.n_envs == 1:
         return DummyVecEnv([env_factory(config, league_folder, False)])
     # the workers (and SB3's forkserver) start deaf to a signal to the group
