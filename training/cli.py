@@ -117,8 +117,8 @@ def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
         "agent",
         nargs="?",
         metavar="AGENT",
-        help="a checkpoint (.pt; PATH.pt:sample samples its policy), a heuristic (value, ...) or a mixture "
-        "(mix:SPEC@W,SPEC@W,...)",
+        help="a checkpoint (.pt; PATH.pt:sample samples its policy), a heuristic (value, ...), a mixture "
+        "(mix:SPEC@W,SPEC@W,...) or a checkpoint played with search over its bids (search:PATH)",
     )
     p.add_argument("--curve", metavar="RUN_FOLDER", help="measure every league snapshot (and latest.pt) of a run")
     p.add_argument("--players", type=int, help="players (a checkpoint's own by default; else 3)")

@@ -307,15 +307,16 @@ def _string(v: Any) -> str | None:
 
 def _spec(v: Any) -> str | None:
     """An agent spec that ``load_agent`` will know: random, a heuristic's name, an existing checkpoint file, or a
-    mixture of those (``mix:SPEC@W,...``)."""
+    mixture of those (``mix:SPEC@W,...``), or a checkpoint played with search (``search:PATH``)."""
     from revolution_env.agents.loading import known_specs, spec_problem
     from revolution_env.agents.mixture import is_mixture
+    from revolution_env.agents.search import is_search
 
     problem = spec_problem(v)
     if problem is None:
         return None
-    known = f"an agent spec ({', '.join(known_specs())}, a checkpoint file that exists, or mix:SPEC@W,...)"
-    return f"{known}: {problem}" if is_mixture(v) else known
+    known = f"an agent spec ({', '.join(known_specs())}, a checkpoint file that exists, mix:SPEC@W,... or search:PATH)"
+    return f"{known}: {problem}" if is_mixture(v) or is_search(v) else known
 
 
 def _specs(v: Any) -> str | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from revolution_env.agents.loading import checkpoint_path
+from revolution_env.agents.search import is_search, searched_spec
 from revolution_env.agents.variants import VARIANTS
 
 REPO = Path(__file__).resolve().parents[2]  # the clone this package was installed from (editable install)
@@ -38,8 +39,10 @@ def default_held_out(players: int, agent: str | None = None) -> list[str]:
     """The held-out set of ``players``-player games: every variant, then the previous shipped bot of that count
     (``checkpoints/heldout/previous_<count>_players.pt``) where the clone has it and it is not ``agent`` itself (the
     same file: until a new bot is shipped, the shipped one is its own previous bot, and copies of one
-    deterministic policy tie each other's bids)."""
+    deterministic policy tie each other's bids; nor the policy that ``agent``, a ``search:`` spec, plays)."""
     specs = list(VARIANTS)
+    if agent and is_search(agent):  # a search plays its checkpoint's policy: that policy is the agent's own
+        agent = searched_spec(agent)
     path = FOLDER / PREVIOUS.get(players, "")
     if players in PREVIOUS and path.is_file() and not (agent and _same_file(checkpoint_path(agent), path)):
         specs.append(_shown(path))
@@ -76,11 +79,13 @@ def in_held_out_folder(path: str) -> bool:
 
 def is_held_out(spec: str, files: bool = True) -> bool:
     """Whether an agent spec names a held-out opponent: a variant, a checkpoint in ``checkpoints/heldout/`` (with
-    or without ``:sample``), a mixture (``mix:``, ``meta:``) with one of those among its parts, or (``files``) a
+    or without ``:sample``; played with ``search:`` or not), a mixture (``mix:``, ``meta:``) with one of those among its parts, or (``files``) a
     population file (``.json``, ``revolution psro``'s) that names one anywhere in it."""
     if spec.startswith(MIXTURES):
         parts = (part.strip() for part in spec.split(":", 1)[1].split(","))
         return any(is_held_out(part.rpartition("@")[0].strip() or part, files) for part in parts)
+    if is_search(spec):
+        return is_held_out(searched_spec(spec), files)
     if spec in VARIANTS or in_held_out_folder(checkpoint_path(spec)):
         return True
     if files and spec.endswith(".json") and os.path.isfile(spec):

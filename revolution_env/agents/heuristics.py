@@ -370,6 +370,36 @@ class BidModel:
             out[..., t.scheming] = self.scheming_worth * first - gold * self.pos.worth[self.seat, GOLD]
         return out
 
+    def sample_values(self, bids: np.ndarray) -> np.ndarray:
+        """(n, T, 3) bids -> (n, samples): what each whole bid is worth against each sample of the rivals' bids
+        (``values`` summed over the targets is this averaged over the samples). Play-time search scores its
+        candidate bids with it (:mod:`.search`)."""
+        t = self.t
+        q = bids @ t.strength  # (n, T)
+        win = q[:, None, :] > self.top[None]  # (n, samples, T): strictly above every rival
+        lose = self.top[None] > q[:, None, :]
+        worth = np.broadcast_to(self.value, q.shape)
+        if self.guy_tokens is not None and self.guy_risk:
+            exposed = (bids <= self.guy_tokens).all(-1) & bids.any(-1)
+            worth = worth * (1 - self.guy_risk * exposed)
+        out = worth[:, None, :] * win + self.lost[None] * lose
+        if self.refunds:
+            out = out - win * dot3(bids, self.cost)[:, None, :]
+        if self.vehicle is not None:
+            beatable = guy_beats(bids, self.guy_tokens, t.guy_legal)[1] & bids.any(-1)
+            out = out + (self.vehicle * beatable)[:, None, :]
+        fixed = np.zeros(len(bids))  # the Card space and Scheming do not depend on the rivals' samples
+        if t.card >= 0:
+            gold = bids[:, t.card, GOLD]
+            out[..., t.card] = 0.0
+            fixed += self.card_value * np.minimum(gold, t.card_max_gold) - gold * self.cost[GOLD]
+        if t.scheming >= 0:
+            gold = bids[:, t.scheming, GOLD]
+            first = np.where(gold > self.rival_scheming, 1.0, np.where(gold == self.rival_scheming, 0.5, 0.0))
+            out[..., t.scheming] = 0.0
+            fixed += self.scheming_worth * first - gold * self.pos.worth[self.seat, GOLD]
+        return out.sum(-1) + fixed[:, None]
+
 
 def plan_bid(bot: HeuristicBot, model: BidModel, tokens: np.ndarray, max_group: int = 5,
              improve: int = 6) -> np.ndarray:  # fmt: skip
@@ -471,11 +501,15 @@ class ValueBot(HeuristicBot):
             self.sharpness = 1.5
 
     def bid(self, view: ObservationView, mask: np.ndarray, pos: Position) -> np.ndarray:
+        return plan_bid(self, self.bid_model(view, pos), view.tokens[0])
+
+    def bid_model(self, view: ObservationView, pos: Position) -> BidModel:
+        """The rivals' bids as this bot samples them, and what our bids are worth against them."""
         G = pos.gains(pos.character_deltas())
         model = BidModel(self, view, pos, G)
         if self.t.puppet >= 0:
             self._two_player(model, view)
-        return plan_bid(self, model, view.tokens[0])
+        return model
 
     def _two_player(self, model: BidModel, view: ObservationView) -> None:
         guy = view.tokens[self.t.puppet]

@@ -1,5 +1,5 @@
-"""Build an agent from a spec string: ``random``, a heuristic's name (or a held-out variant's), a checkpoint file, or
-a mixture (``mix:``).
+"""Build an agent from a spec string: ``random``, a heuristic's name (or a held-out variant's), a checkpoint file, a
+mixture (``mix:``), or a checkpoint played with search over its bids (``search:PATH``, :mod:`.search`).
 
 Specs are what the command line and the evaluation reports call agents. A checkpoint (a ``.pt`` file, or any
 existing file) is loaded by :mod:`.checkpoint` (torch reads the file; no training library is needed). It plays its
@@ -28,6 +28,8 @@ from revolution_env.agents.mixture import (
     parse_mixture,
     rename_components,
 )
+from revolution_env.agents.search import PREFIX as SEARCH
+from revolution_env.agents.search import is_search, load_search, searched_spec
 
 CHECKPOINT_SUFFIXES = (".zip", ".pt")
 SAMPLING = ":sample"  # after a checkpoint's path: the policy samples its actions instead of taking the argmax
@@ -60,7 +62,7 @@ def checkpoint_path(spec: str) -> str:
 
 
 def is_checkpoint(spec: str) -> bool:
-    if is_mixture(spec) or is_meta(spec):
+    if is_mixture(spec) or is_meta(spec) or is_search(spec):
         return False
     path = checkpoint_path(spec)
     return path.endswith(CHECKPOINT_SUFFIXES) or os.path.exists(path)
@@ -77,6 +79,8 @@ def display_name(spec: str, folder: bool = True) -> str:
     mixture by its components so named (its weights as written); any other spec as written."""
     if is_mixture(spec) or (is_meta(spec) and not spec.endswith(".json")):
         return rename_components(spec, lambda part: display_name(part, folder))
+    if is_search(spec):
+        return SEARCH + display_name(searched_spec(spec), folder)
     path = checkpoint_path(spec)
     if "/" not in path and os.sep not in path and not path.endswith(CHECKPOINT_SUFFIXES):
         return spec
@@ -98,6 +102,13 @@ def spec_problem(spec: Any) -> str | None:
         return next((f"in {spec!r}, {problem}" for name, _ in parts if (problem := spec_problem(name))), None)
     if not isinstance(spec, str) or not spec:
         return f"expected a non-empty agent spec, got {spec!r}"
+    if is_search(spec):
+        inner = searched_spec(spec)
+        if not is_checkpoint_file(inner) or is_search(inner):
+            return f"{spec!r}: expected {SEARCH}PATH, with PATH a policy checkpoint file that exists"
+        if inner != checkpoint_path(inner):
+            return f"{spec!r}: a search draws from the policy and takes its argmax itself: give {SEARCH}PATH alone"
+        return None
     if spec in known_specs() or is_checkpoint_file(spec):
         return None
     return f"{spec!r} is neither a known agent ({', '.join(known_specs())}) nor a checkpoint file that exists"
@@ -117,7 +128,8 @@ def load_agent(spec: str, **env_options: Any) -> Agent:
 
     ``"random"`` is :class:`RandomAgent`; a heuristic's name comes from
     ``revolution_env.agents.heuristics.HEURISTICS``; a ``.zip``/``.pt`` path or an existing file is a checkpoint
-    (playing as it says, its argmax by default; ``PATH:sample`` samples, ``PATH:argmax`` takes the argmax); ``mix:SPEC@W,SPEC@W`` is a :class:`.mixture.MixtureAgent`.
+    (playing as it says, its argmax by default; ``PATH:sample`` samples, ``PATH:argmax`` takes the argmax); ``mix:SPEC@W,SPEC@W`` is a :class:`.mixture.MixtureAgent`;
+    ``search:PATH`` a :class:`.search.SearchAgent`.
     An unknown spec raises ``ValueError`` listing the known names.
     """
     if not isinstance(spec, str) or not spec:
@@ -131,8 +143,12 @@ def load_agent(spec: str, **env_options: Any) -> Agent:
         return load_mixture(spec, load_agent, **env_options)
     if is_meta(spec):
         return load_meta(spec, load_agent, **env_options)
+    if is_search(spec):
+        if (problem := spec_problem(spec)) is not None:
+            raise ValueError(problem)
+        return load_search(spec, load_checkpoint_agent, **env_options)
     if is_checkpoint(spec):
         return load_checkpoint_agent(spec, **env_options)
     raise ValueError(
-        f"unknown agent spec {spec!r} (known: {', '.join(known_specs())}, a checkpoint file .zip/.pt, optionally with {SAMPLING} or {ARGMAX}, or {MIXTURE}SPEC@W,SPEC@W,...)"
+        f"unknown agent spec {spec!r} (known: {', '.join(known_specs())}, a checkpoint file .zip/.pt, optionally with {SAMPLING} or {ARGMAX}, {MIXTURE}SPEC@W,SPEC@W,... or {SEARCH}PATH)"
     )

@@ -14,6 +14,7 @@ import numpy as np
 from revolution_env.agents.base import Agent
 from revolution_env.agents.loading import checkpoint_path, display_name, load_agent
 from revolution_env.agents.mixture import is_mixture, parse_mixture
+from revolution_env.agents.search import is_search, searched_spec
 from revolution_env.arena.runner import GameResult, play_game
 from revolution_env.common.workers import ray_session, worker_pool
 from revolution_env.evaluation.stats import (
@@ -158,6 +159,8 @@ def _version(spec: str) -> tuple:
             return tuple(_version(name) for name, _ in parse_mixture(spec))
         except ValueError:
             return ()
+    if is_search(spec):
+        return _version(searched_spec(spec))
     try:
         st = os.stat(checkpoint_path(spec))
     except OSError:

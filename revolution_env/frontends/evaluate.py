@@ -12,8 +12,9 @@ from revolution_env.evaluation.runner import default_workers, evaluate_gauntlet,
 
 DESCRIPTION = """Evaluate agents: a lineup (--agents, one spec per seat) or a round robin (--pool). Every lineup is
 rotated over all seat orders; the evaluation is reproducible from --seed whatever --workers is. Agent specs:
-random, a heuristic's name, a checkpoint file (.zip/.pt; PATH:sample plays it sampling its policy), or a mixture
-mix:SPEC@W,SPEC@W,... (each decision by one of them, drawn with the weights)."""
+random, a heuristic's name, a checkpoint file (.zip/.pt; PATH:sample plays it sampling its policy), a mixture
+mix:SPEC@W,SPEC@W,... (each decision by one of them, drawn with the weights), or search:PATH (a checkpoint whose
+bids are chosen by regret matching over its candidate bids)."""
 
 
 GAUNTLET_OPPONENTS = ("value", "bargain", "area")
