@@ -190,3 +190,11 @@ def test_init_from_refuses_a_policy_of_the_other_mode(tmp_path):
             load_initial_weights(model, config)
     finally:
         venv.close()
+
+
+def test_search_plays_a_token_policy_its_candidates_built_token_by_token(tmp_path):
+    path = str(token_checkpoint(tmp_path, 2))
+    searched = load_agent(f"search:{path}", players=2)
+    runner = GameRunner([searched, load_agent("value", players=2)], {"players": 2})  # raises on an illegal action
+    runner.play(4)
+    assert runner.game.final is not None
