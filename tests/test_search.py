@@ -78,6 +78,9 @@ def test_regret_matching_finds_the_mixed_equilibrium_and_the_best_reply():
     np.testing.assert_allclose(x, [0.5, 0.5, 0.0], atol=0.02)
     with pytest.raises(ValueError, match="caution"):
         regret_matching(rps, caution=1.5)
+    with pytest.raises(ValueError, match="iterations"):
+        regret_matching(rps, iterations=0)
+    assert regret_matching(rps, caution=np.float32(0.5), iterations=np.int64(3)).shape == (3,)
 
 
 @pytest.mark.parametrize("players", [2, 3, 4])
@@ -121,7 +124,7 @@ def test_a_search_spec_loads_names_and_refuses_what_it_cannot_play():
     with pytest.raises(ValueError, match="trained for 2 players|players"):
         load_agent(f"search:{BOT}", players=3)
     policy = load_agent(BOT, players=2)
-    for bad in ({"candidates": 0}, {"iterations": 1.5}, {"caution": -0.1}, {"caution": True}):
+    for bad in ({"candidates": 0}, {"iterations": 1.5}, {"caution": -0.1}, {"caution": True}, {"candidates": "4"}):
         with pytest.raises(ValueError, match="search"):
             SearchAgent(policy, players=2, **bad)
     assert is_held_out("search:checkpoints/heldout/previous_two_players.pt") and not is_held_out(f"search:{BOT}")
@@ -137,8 +140,9 @@ def test_search_plays_in_evaluations_as_a_vector_env_opponent_and_under_exploit(
     space.seed(0)
     for _ in range(30):
         env.step(np.stack([space.sample(m.astype(np.int8)) for m in env.action_masks()]))
-    config = exploit_config(f"search:{BOT}", None, steps=100, seed=0, eval_games=4)
-    assert config.players == 2 and config.init_from == BOT and config.pretrain_teacher is None
+    for target in (f"search:{BOT}", f"mix:search:{BOT}@0.5,value@0.5", f"meta:value@0.4,search:{BOT}@0.6"):
+        config = exploit_config(target, None, steps=100, seed=0, eval_games=4)  # starts from the policy searched
+        assert config.players == 2 and config.init_from == BOT and config.pretrain_teacher is None, target
     assert identity(f"search:{BOT}").startswith("search:sha256:")
 
 

@@ -79,8 +79,8 @@ def in_held_out_folder(path: str) -> bool:
 
 def is_held_out(spec: str, files: bool = True) -> bool:
     """Whether an agent spec names a held-out opponent: a variant, a checkpoint in ``checkpoints/heldout/`` (with
-    or without ``:sample``; played with ``search:`` or not), a mixture (``mix:``, ``meta:``) with one of those among its parts, or (``files``) a
-    population file (``.json``, ``revolution psro``'s) that names one anywhere in it."""
+    or without ``:sample``; played with ``search:`` or not), a mixture (``mix:``, ``meta:``) with one of those among
+    its parts, or (``files``) a population file (``.json``, ``revolution psro``'s) that names one anywhere in it."""
     if spec.startswith(MIXTURES):
         parts = (part.strip() for part in spec.split(":", 1)[1].split(","))
         return any(is_held_out(part.rpartition("@")[0].strip() or part, files) for part in parts)

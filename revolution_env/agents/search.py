@@ -27,6 +27,7 @@ best response makes of it.
 from __future__ import annotations
 
 import copy
+import numbers
 from typing import Any
 
 import numpy as np
@@ -54,8 +55,10 @@ def regret_matching(payoff: np.ndarray, caution: float = CAUTION, iterations: in
     uniformly over the columns. Both sides learn by regret matching+ with alternating updates; our strategy of
     iteration ``i`` counts ``i`` times in the average (linear averaging, as in CFR+)."""
     n, m = payoff.shape
-    if not 0.0 <= caution <= 1.0:
+    if not _is_number(caution) or not 0.0 <= caution <= 1.0:
         raise ValueError(f"caution: expected a number from 0 to 1, got {caution!r}")
+    if not _is_count(iterations):
+        raise ValueError(f"iterations: expected a positive integer, got {iterations!r}")
     uniform = np.full(m, 1.0 / m)
     ours, theirs = np.zeros(n), np.zeros(m)
     adversary = uniform.copy()
@@ -69,6 +72,14 @@ def regret_matching(payoff: np.ndarray, caution: float = CAUTION, iterations: in
         theirs = np.maximum(theirs + v - adversary @ v, 0.0)
         adversary = _strategy(theirs)
     return average / average.sum()
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _is_count(x: Any) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool) and x >= 1
 
 
 def _strategy(regrets: np.ndarray) -> np.ndarray:
@@ -86,9 +97,9 @@ class SearchAgent(Agent):
     def __init__(self, policy: PolicyAgent, candidates: int = CANDIDATES, caution: float = CAUTION,
                  iterations: int = ITERATIONS, **env_options: Any) -> None:  # fmt: skip
         for what, value in (("candidates", candidates), ("iterations", iterations)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            if not _is_count(value):
                 raise ValueError(f"search {what}: expected a positive integer, got {value!r}")
-        if isinstance(caution, bool) or not isinstance(caution, (int, float)) or not 0.0 <= caution <= 1.0:
+        if not _is_number(caution) or not 0.0 <= caution <= 1.0:
             raise ValueError(f"search caution: expected a number from 0 to 1, got {caution!r}")
         options = {k: v for k, v in env_options.items() if k not in ("reward", "action_mode")}
         super().__init__(**options)
