@@ -17,7 +17,10 @@ from revolution_env.arena.opponents import DEFAULT_OPPONENT, Opponents
         ("nosuch", "opponents: unknown agent spec 'nosuch'"),
         (["value"], "opponents: expected 2 opponent(s), one per other seat of 3 players, got 1"),
         (3, "opponents: expected an agent spec, an Agent, a list with one per other seat, or an object with"),
-        ([3, "value"], "opponents: expected an agent spec (a name, a checkpoint path or mix:SPEC@W,...) or an Agent"),
+        (
+            [3, "value"],
+            "opponents: expected an agent spec (a name, a checkpoint path, mix:SPEC@W,... or search:PATH) or an Agent",
+        ),
     ],
 )
 def test_both_learner_envs_refuse_bad_opponents_with_the_same_message(opponents, message):

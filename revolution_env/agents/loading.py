@@ -128,8 +128,8 @@ def load_agent(spec: str, **env_options: Any) -> Agent:
 
     ``"random"`` is :class:`RandomAgent`; a heuristic's name comes from
     ``revolution_env.agents.heuristics.HEURISTICS``; a ``.zip``/``.pt`` path or an existing file is a checkpoint
-    (playing as it says, its argmax by default; ``PATH:sample`` samples, ``PATH:argmax`` takes the argmax); ``mix:SPEC@W,SPEC@W`` is a :class:`.mixture.MixtureAgent`;
-    ``search:PATH`` a :class:`.search.SearchAgent`.
+    (playing as it says, its argmax by default; ``PATH:sample`` samples, ``PATH:argmax`` takes the argmax);
+    ``mix:SPEC@W,SPEC@W`` is a :class:`.mixture.MixtureAgent`; ``search:PATH`` a :class:`.search.SearchAgent`.
     An unknown spec raises ``ValueError`` listing the known names.
     """
     if not isinstance(spec, str) or not spec:

@@ -91,8 +91,8 @@ class Opponents:
             return getattr(spec, "name", type(spec).__name__), spec
         if not isinstance(spec, str):
             raise ValueError(
-                "opponents: expected an agent spec (a name, a checkpoint path, mix:SPEC@W,... or search:PATH) or an Agent, "
-                f"got {spec!r}"
+                "opponents: expected an agent spec (a name, a checkpoint path, mix:SPEC@W,... or search:PATH) or an "
+                f"Agent, got {spec!r}"
             )
         key = spec if self.shared else (spec, slot)
         if key not in self._loaded:
