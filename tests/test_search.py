@@ -104,7 +104,7 @@ def test_a_search_agent_plays_legal_reproducible_games_and_mixes_its_bids(player
             assert (action == policy.act(observation, info)).all()
             continue
         agent.reset(3)
-        bids, actions = agent.candidate_bids(observation, info)
+        bids, actions = agent.candidate_bids(observation, info, agent.judge.view(observation).tokens[0])
         assert any((action == a).all() for a in actions)
         assert (actions[0] == policy.act(observation, info)).all()
         differs += not (action == actions[0]).all()

@@ -351,54 +351,62 @@ class BidModel:
         # opposing bids strictly weaker, and the losses to those stronger (weaker or equal ones do not win)
         win = (np.searchsorted(self._sorted, query, "left") - self._base) * self._share
         lost = self._above[np.searchsorted(self._sorted, query, "right") + self._step]
-        worth = self.value
-        if self.guy_tokens is not None and self.guy_risk:
-            exposed = (bid <= self.guy_tokens).all(-1) & bid.any(-1)
-            worth = worth * (1 - self.guy_risk * exposed)
-        out = worth * win + lost
+        out = self._prize(bid) * win + lost
         if self.refunds:
             out -= win * dot3(bid, self.cost)
-        if self.vehicle is not None:
-            beatable = guy_beats(bid, self.guy_tokens, t.guy_legal)[1] & bid.any(-1)
-            out = out + self.vehicle * beatable
-        if t.card >= 0:
-            gold = bid[..., t.card, GOLD]
-            out[..., t.card] = self.card_value * np.minimum(gold, t.card_max_gold) - gold * self.cost[GOLD]
-        if t.scheming >= 0:
-            gold = bid[..., t.scheming, GOLD]
-            first = np.where(gold > self.rival_scheming, 1.0, np.where(gold == self.rival_scheming, 0.5, 0.0))
-            out[..., t.scheming] = self.scheming_worth * first - gold * self.pos.worth[self.seat, GOLD]
+        handed = self._handed(bid)
+        if handed is not None:
+            out = out + handed
+        for c, worth in self._fixed(bid).items():
+            out[..., c] = worth
         return out
 
     def sample_values(self, bids: np.ndarray) -> np.ndarray:
         """(n, T, 3) bids -> (n, samples): what each whole bid is worth against each sample of the rivals' bids
         (``values`` summed over the targets is this averaged over the samples). Play-time search scores its
         candidate bids with it (:mod:`.search`)."""
-        t = self.t
-        q = bids @ t.strength  # (n, T)
+        q = bids @ self.t.strength  # (n, T)
         win = q[:, None, :] > self.top[None]  # (n, samples, T): strictly above every rival
         lose = self.top[None] > q[:, None, :]
-        worth = np.broadcast_to(self.value, q.shape)
-        if self.guy_tokens is not None and self.guy_risk:
-            exposed = (bids <= self.guy_tokens).all(-1) & bids.any(-1)
-            worth = worth * (1 - self.guy_risk * exposed)
-        out = worth[:, None, :] * win + self.lost[None] * lose
+        prize = np.broadcast_to(self._prize(bids), q.shape)
+        out = prize[:, None, :] * win + self.lost[None] * lose
         if self.refunds:
             out = out - win * dot3(bids, self.cost)[:, None, :]
-        if self.vehicle is not None:
-            beatable = guy_beats(bids, self.guy_tokens, t.guy_legal)[1] & bids.any(-1)
-            out = out + (self.vehicle * beatable)[:, None, :]
-        fixed = np.zeros(len(bids))  # the Card space and Scheming do not depend on the rivals' samples
+        handed = self._handed(bids)
+        if handed is not None:
+            out = out + handed[:, None, :]
+        fixed = self._fixed(bids)  # the same against every sample
+        out[..., list(fixed)] = 0.0
+        return out.sum(-1) + sum(fixed.values(), np.zeros(len(bids)))[:, None]
+
+    def _prize(self, bid: np.ndarray) -> np.ndarray:
+        """(..., T) what winning each target with ``bid`` is worth: its value, less (two players) the risk that Guy
+        ties or beats a bid his tokens can reach."""
+        if self.guy_tokens is not None and self.guy_risk:
+            exposed = (bid <= self.guy_tokens).all(-1) & bid.any(-1)
+            return self.value * (1 - self.guy_risk * exposed)
+        return self.value
+
+    def _handed(self, bid: np.ndarray) -> np.ndarray | None:
+        """(..., T) two players: what a bid that Guy can beat is worth as a way to hand him the character; None
+        with more players."""
+        if self.vehicle is None:
+            return None
+        beatable = guy_beats(bid, self.guy_tokens, self.t.guy_legal)[1] & bid.any(-1)
+        return self.vehicle * beatable
+
+    def _fixed(self, bid: np.ndarray) -> dict[int, np.ndarray]:
+        """The targets whose worth does not hang on the rivals' bids, with that worth (...,): the Card space (its
+        Gold at the card's value) and Scheming (priority over Guy's bid), where the game has them."""
+        t, out = self.t, {}
         if t.card >= 0:
-            gold = bids[:, t.card, GOLD]
-            out[..., t.card] = 0.0
-            fixed += self.card_value * np.minimum(gold, t.card_max_gold) - gold * self.cost[GOLD]
+            gold = bid[..., t.card, GOLD]
+            out[t.card] = self.card_value * np.minimum(gold, t.card_max_gold) - gold * self.cost[GOLD]
         if t.scheming >= 0:
-            gold = bids[:, t.scheming, GOLD]
+            gold = bid[..., t.scheming, GOLD]
             first = np.where(gold > self.rival_scheming, 1.0, np.where(gold == self.rival_scheming, 0.5, 0.0))
-            out[..., t.scheming] = 0.0
-            fixed += self.scheming_worth * first - gold * self.pos.worth[self.seat, GOLD]
-        return out.sum(-1) + fixed[:, None]
+            out[t.scheming] = self.scheming_worth * first - gold * self.pos.worth[self.seat, GOLD]
+        return out
 
 
 def plan_bid(bot: HeuristicBot, model: BidModel, tokens: np.ndarray, max_group: int = 5,

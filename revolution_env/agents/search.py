@@ -127,19 +127,21 @@ class SearchAgent(Agent):
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
         if Decision(int(info["decision"])) != Decision.BID:
             return self.argmax.act(observation, info)
-        bids, actions = self.candidate_bids(observation, info)
+        view = self.judge.view(observation)
+        bids, actions = self.candidate_bids(observation, info, view.tokens[0])
         if len(bids) == 1:
             return actions[0]
         from revolution_env.agents.appraisal import Position
 
-        view = self.judge.view(observation)
         model = self.judge.bid_model(view, Position(self.judge.t, view, self.judge.judgement))
         strategy = regret_matching(model.sample_values(bids), self.caution, self.iterations)
         return actions[int(self.rng.choice(len(bids), p=strategy))]
 
-    def candidate_bids(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> tuple[np.ndarray, list]:
-        """The distinct candidate bids as (n, T, 3) counts, the policy's argmax first, and their actions."""
-        held = self.judge.view(observation).tokens[0]
+    def candidate_bids(
+        self, observation: dict[str, np.ndarray], info: dict[str, Any], held: np.ndarray
+    ) -> tuple[np.ndarray, list]:
+        """The distinct candidate bids of a player holding ``held`` tokens, as (n, T, 3) counts, the policy's argmax
+        first, and their actions."""
         actions = [np.asarray(self.argmax.act(observation, info))]
         if self.candidates > 1:
             rows = self.candidates - 1
@@ -150,26 +152,16 @@ class SearchAgent(Agent):
                 decisions,
             )
             actions += list(drawn)
-        bids, seen, kept = [], set(), []
+        distinct: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
         for action in actions:
             counts = self.codec.bid_counts(action, held)
-            key = counts.tobytes()
-            if key not in seen:
-                seen.add(key)
-                bids.append(counts)
-                kept.append(action)
-        return np.stack(bids), kept
+            distinct.setdefault(counts.tobytes(), (counts, action))
+        return np.stack([counts for counts, _ in distinct.values()]), [action for _, action in distinct.values()]
 
 
 def load_search(spec: str, load_policy: Any, **env_options: Any) -> SearchAgent:
-    """The agent of a ``search:PATH`` spec: ``load_policy(PATH, **env_options)`` (a checkpoint, or ``ValueError``)
-    played by :class:`SearchAgent` with the default settings."""
-    inner = searched_spec(spec)
-    if not inner:
-        raise ValueError(f"{spec!r}: expected {PREFIX}PATH, a policy checkpoint after {PREFIX!r}")
-    policy = load_policy(inner, **env_options)
-    if not isinstance(policy, PolicyAgent):
-        raise ValueError(f"{spec!r}: search plays a policy checkpoint, and {inner!r} is not one")
-    agent = SearchAgent(policy, **env_options)
+    """The agent of a ``search:PATH`` spec (one that :func:`.loading.spec_problem` accepts): the checkpoint that
+    ``load_policy(PATH, **env_options)`` reads, played by :class:`SearchAgent` with the default settings."""
+    agent = SearchAgent(load_policy(searched_spec(spec), **env_options), **env_options)
     agent.name = spec
     return agent
