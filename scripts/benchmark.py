@@ -5,6 +5,7 @@
     python scripts/benchmark.py --seconds 5 --vector 1 64 1024 4096   # also the single-agent and vector envs
     python scripts/benchmark.py --seconds 5 --vector 1024 --tokens       # ... and the vector env's token mode
     python scripts/benchmark.py --seconds 5 --vector 1 1024 --first-edition   # both envs in the first edition
+    python scripts/benchmark.py --seconds 5 --bots                         # the heuristic bots' decisions
     python scripts/benchmark.py --seconds 5 --vector 1 64 1024 4096 --train 40960   # the README's table
 
 ``--vector N ...`` adds, for the first of ``--players``, the scalar single-agent env (the learner plays one seat,
@@ -14,6 +15,9 @@ forward pass would give them): learner steps/s and games/s, the ratio to the sca
 memory of the largest batch in flight (tracemalloc: the arrays of N games after some steps). ``--tokens`` adds the
 vector env's token mode at the largest N (a learner step is one token of a bid, or one other decision).
 ``--first-edition`` plays the single-agent and vector envs in the first edition (the Card space and its deck).
+``--bots`` times the heuristic bots (compiled where Numba is installed) on states of real games of the first of
+``--players``: each style decides every recorded state in batches, as a league's opponent does (thread CPU time,
+bids apart from the other decisions).
 ``--train STEPS`` trains ``configs/default.yaml`` (no imitation, no evaluations) for STEPS learner steps three times
 and reports their learner steps/s while they train (start-up and tear-down apart): as configured (the training
 speed of the main job); with every opponent seat ``random`` (what the learner itself costs: forward passes, SB3's
@@ -241,6 +245,42 @@ def vector_memory(players: int, num_envs: int, steps: int = 30, **rules) -> dict
     return {"current_bytes": current, "peak_bytes": peak}
 
 
+def bot_decisions(players: int, seconds: float, games: int = 256, steps: int = 60) -> dict[str, dict[str, float]]:
+    """Microseconds of thread CPU time a decision of each heuristic style, bids and other decisions apart, on the
+    states of ``games`` games of ``players`` players (``vector_env``, ``value`` in the learner's seat against
+    ``value`` and ``bargain``, ``steps`` steps): each style decides the recorded states of a kind in one
+    ``act_batch`` call, again and again for ``seconds`` / 6."""
+    import revolution_env
+    from revolution_env.agents.base import act_batch
+    from revolution_env.agents.loading import load_agent
+    from revolution_env.engine import Decision
+
+    env = revolution_env.vector_env(games, players=players, opponents=["value", "bargain"], keep_finished=0)
+    teacher = load_agent("value", players=players)
+    teacher.reset(1)
+    obs, info = env.reset(seed=0)
+    states: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for _ in range(steps):
+        masks, kinds = env.action_masks(), info["decision"]
+        states.append((obs.copy(), masks.copy(), kinds.copy()))
+        obs, _, _, _, info = env.step(act_batch(teacher, obs, masks, kinds))
+    env.close()
+    every_obs, every_mask, every_kind = (np.concatenate(part) for part in zip(*states))
+    out: dict[str, dict[str, float]] = {}
+    for style in ("value", "bargain", "area"):
+        bot = load_agent(style, players=players)
+        bot.reset(2)
+        for label, rows in (("bid", every_kind == Decision.BID), ("other", every_kind != Decision.BID)):
+            o, m, d = every_obs[rows], every_mask[rows], every_kind[rows]
+            act_batch(bot, o[:1], m[:1], d[:1])  # loads the compiled code
+            done, start = 0, time.thread_time()
+            while time.thread_time() - start < seconds / 6:
+                act_batch(bot, o, m, d)
+                done += len(d)
+            out[f"{style} {label}"] = {"us_per_decision": 1e6 * (time.thread_time() - start) / done, "states": len(d)}
+    return out
+
+
 def goofspiel_random_play(players: int = 3, cards: int = 13):
     """OpenSpiel's goofspiel (C++): every player's card a uniform index into its legal actions; the chance node
     (the point card turned up) likewise, its outcomes being uniform (checked on the first)."""
@@ -363,7 +403,7 @@ def first_edition(args: argparse.Namespace) -> dict[str, bool]:
 def figures(args: argparse.Namespace) -> dict[str, dict[str, dict[str, float]]]:
     """Every figure the arguments ask for: ``play`` (random legal play: our envs and the reference games),
     ``vector`` (learner steps of the single-agent and vector envs, in the first edition with ``--first-edition``),
-    ``train`` (``--train``'s four runs)."""
+    ``train`` (``--train``'s four runs), ``bots`` (``--bots``)."""
     from pettingzoo.classic import connect_four_v3
 
     import revolution_env
@@ -404,7 +444,8 @@ def figures(args: argparse.Namespace) -> dict[str, dict[str, dict[str, float]]]:
         train["random league"] = default_training(args.train, **RANDOM_LEAGUE)
         train["one thread"] = default_training(args.train, True)
         train["selfplay"] = selfplay_training(args.train)
-    return {"play": play, "vector": vector, "train": train}
+    bots = bot_decisions(p, args.seconds) if args.bots else {}
+    return {"play": play, "vector": vector, "train": train, "bots": bots}
 
 
 def main() -> None:
@@ -443,6 +484,12 @@ def main() -> None:
         "--first-edition",
         action="store_true",
         help="with --vector, play the single-agent and vector envs in the first edition (Card space and deck)",
+    )
+    parser.add_argument(
+        "--bots",
+        action="store_true",
+        help="also time the heuristic bots' decisions (value, bargain, area; bids and the rest apart) on states of "
+        "real games of the first of --players",
     )
     parser.add_argument(
         "--load",
@@ -549,8 +596,15 @@ def main() -> None:
                 f"{'met' if held >= 1 / 3 else 'NOT met'}); its league on every core {two:,.0f} against "
                 f"{one:,.0f} on one thread (target: not below, {'met' if two >= one else 'NOT met'})"
             )
+    if quiet["bots"]:
+        print(f"\nheuristic bots, thread CPU time a decision ({args.players[0]} players, states of real games):")
+        print(f"{'':16} {'us':>9} {'states':>8}{extra_head}")
+        for name, r in quiet["bots"].items():
+            results[f"bot {name}"] = r
+            rate = r["us_per_decision"]
+            print(f"  {name:14} {rate:9,.1f} {r['states']:8,}{extra('bots', name, rate, 'us_per_decision')}")
     if loaded is not None:
-        results[f"{beside} processes"] = {**loaded["play"], **loaded["vector"], **loaded["train"]}
+        results[f"{beside} processes"] = {**loaded["play"], **loaded["vector"], **loaded["train"], **loaded["bots"]}
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(results, fh, indent=2)

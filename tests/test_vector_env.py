@@ -642,6 +642,14 @@ def test_the_benchmark_draws_every_game_s_moves_as_uniform_indices():
     assert bench.goofspiel_random_play(3)(0) == 36
 
 
+def test_the_benchmark_times_every_heuristic_style_on_bids_and_other_decisions():
+    """scripts/benchmark.py --bots (a smoke test, no timing): each style, bids and the rest apart, on the states of
+    real games."""
+    figures = _benchmark_module().bot_decisions(3, 0.06, games=8, steps=40)
+    assert set(figures) == {f"{style} {kind}" for style in ("value", "bargain", "area") for kind in ("bid", "other")}
+    assert all(r["us_per_decision"] > 0 and r["states"] > 0 for r in figures.values())
+
+
 def test_the_benchmark_s_busy_processes_run_only_while_it_measures():
     import os
 

@@ -262,6 +262,49 @@ class BidModel(NamedTuple):
 
 # --- NumPy's arithmetic and random draws, as NumPy has them ----------------------------------------------------
 
+# Each call of a Generator's method from compiled code takes and drops a reference to the Generator (two atomic
+# operations); the bots draw some 7,500 numbers a bid, and those references were near half of a bid's time. The
+# hot loops take the Generator's bit generator once (``_bits``, no reference counted) and draw from it with the
+# functions that Numba's own methods call, so the numbers are the same, in the same order. As plain Python
+# (no Numba), the Generator itself and its methods.
+if COMPILED:
+    from numba.np.random.distributions import random_binomial, random_standard_gamma
+    from numba.np.random.generator_core import next_double
+
+    @jit
+    def _bits(rng):
+        """``rng``'s bit generator, for :func:`_uniform`, :func:`_binomial` and :func:`_gamma`."""
+        return rng.bit_generator
+
+    @jit
+    def _uniform(bits):
+        """``rng.random()``."""
+        return np.float64(next_double(bits))
+
+    @jit
+    def _binomial(bits, n, p):
+        """``rng.binomial(n, p)``."""
+        return np.int64(random_binomial(bits, n, p))
+
+    @jit
+    def _gamma(bits, shape):
+        """``rng.standard_gamma(shape)``."""
+        return np.float64(random_standard_gamma(bits, shape))
+
+else:
+
+    def _bits(rng):
+        return rng
+
+    def _uniform(bits):
+        return bits.random()
+
+    def _binomial(bits, n, p):
+        return bits.binomial(n, p)
+
+    def _gamma(bits, shape):
+        return bits.standard_gamma(shape)
+
 
 @jit
 def _sum(a):
@@ -297,13 +340,13 @@ def _sum(a):
 
 
 @jit
-def _beta(rng, a, b):
+def _beta(bits, a, b):
     """NumPy's ``random_beta`` (Johnk's algorithm for a, b <= 1, with its log-space branch when a power
-    underflows; else two gamma variates)."""
+    underflows; else two gamma variates), drawn from ``bits`` (:func:`_bits`)."""
     if a <= 1.0 and b <= 1.0:
         while True:
-            U = rng.random()
-            V = rng.random()
+            U = _uniform(bits)
+            V = _uniform(bits)
             X = U ** (1.0 / a)
             Y = V ** (1.0 / b)
             XpY = X + Y
@@ -316,8 +359,8 @@ def _beta(rng, a, b):
                 if delta > 0:
                     return math.exp(-math.log1p(math.exp(-delta)))
                 return math.exp(delta - math.log1p(math.exp(delta)))
-    ga = rng.standard_gamma(a)
-    gb = rng.standard_gamma(b)
+    ga = _gamma(bits, a)
+    gb = _gamma(bits, b)
     return ga / (ga + gb)
 
 
@@ -329,8 +372,9 @@ def _multinomial(rng, n, p, out):
         out[j] = 0
     remaining = 1.0
     dn = n
+    bits = _bits(rng)
     for j in range(d - 1):
-        out[j] = rng.binomial(dn, p[j] / remaining)
+        out[j] = _binomial(bits, dn, p[j] / remaining)
         dn -= out[j]
         if dn <= 0:
             break
@@ -351,6 +395,7 @@ if not COMPILED:
 def _dirichlet(rng, alpha, out):
     """NumPy's ``Generator.dirichlet`` for one sample into ``out``."""
     k = alpha.shape[0]
+    bits = _bits(rng)
     if k > 0 and alpha.max() < 0.1:  # small alphas: stick-breaking with beta variates
         csum = np.empty(k)
         acc = 0.0
@@ -361,7 +406,7 @@ def _dirichlet(rng, alpha, out):
             out[j] = 0.0
         acc = 1.0
         for j in range(k - 1):
-            v = _beta(rng, alpha[j], csum[j + 1])
+            v = _beta(bits, alpha[j], csum[j + 1])
             out[j] = acc * v
             acc *= 1.0 - v
             if csum[j + 1] == 0:
@@ -370,7 +415,7 @@ def _dirichlet(rng, alpha, out):
     else:
         acc = 0.0
         for j in range(k):
-            out[j] = rng.standard_gamma(alpha[j])
+            out[j] = _gamma(bits, alpha[j])
             acc = acc + out[j]
         inv = 1.0 / acc
         for j in range(k):
@@ -789,6 +834,7 @@ def _best_swaps(pos, t, j):
     """``Position._best_swaps``: (S, S + 1), each player's best Apothecary swap by its own margin (nothing if none,
     and nothing for the puppet)."""
     move, movable = pos.move, pos.movable
+    X, lead, U0, rounds, others = pos.X, pos.lead, pos.U0, pos.rounds, t.others  # _gain's, read once
     S, A, puppet = t.seats, t.areas, t.puppet
     out = np.zeros((S, S + 1))
     buf = np.empty(S)
@@ -805,7 +851,8 @@ def _best_swaps(pos, t, j):
                     for a2 in range(A):
                         if _may_swap(movable, a1, s1, s2, a2):
                             _swap_change(move, a1, s1, s2, a2, change)
-                            g = _gain(pos, change, w, j, t, buf)
+                            _margins(X, change, lead, rounds, j, others, buf)
+                            g = buf[w] - U0[w]
                             if not found or g > best:
                                 best = g
                                 best_a1, best_s1, best_s2, best_a2 = a1, s1, s2, a2
@@ -1182,6 +1229,7 @@ def _plan_bid(rng, model, tokens, max_group, improve, pos, t):
         counted[scheming] = False  # the Scheming space is not one of the six
     room = np.empty(T, dtype=np.bool_)
     trial = np.empty(3, dtype=np.int64)
+    bits = _bits(rng)
     for k in range(3):
         left = tokens[k]
         while left > 0:
@@ -1189,7 +1237,7 @@ def _plan_bid(rng, model, tokens, max_group, improve, pos, t):
             noise = np.empty((n_groups, T))  # ties broken at random
             for m in range(n_groups):
                 for c in range(T):
-                    noise[m, c] = rng.random() * 1e-6
+                    noise[m, c] = _uniform(bits) * 1e-6
             _room(bid, counted, max_characters, room)
             best, bm, bc = NEG, 0, 0
             for m in range(n_groups):
