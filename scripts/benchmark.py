@@ -249,14 +249,18 @@ def bot_decisions(players: int, seconds: float, games: int = 256, steps: int = 6
     """Microseconds of thread CPU time a decision of each heuristic style, bids and other decisions apart, on the
     states of ``games`` games of ``players`` players (``vector_env``, ``value`` in the learner's seat against
     ``value`` and ``bargain``, ``steps`` steps): each style decides the recorded states of a kind in one
-    ``act_batch`` call, again and again for ``seconds`` / 6."""
+    ``act_batch`` call, again and again for ``seconds`` / 6. Where Numba's cache lacks the compiled bots, their
+    build first (about a minute), so that no figure is of the NumPy code they play meanwhile."""
     import revolution_env
     from revolution_env.agents.base import act_batch
+    from revolution_env.agents.compiled import COMPILED, wait_until_ready
     from revolution_env.agents.loading import load_agent
     from revolution_env.engine import Decision
 
-    env = revolution_env.vector_env(games, players=players, opponents=["value", "bargain"], keep_finished=0)
     teacher = load_agent("value", players=players)
+    if COMPILED:
+        wait_until_ready(teacher)
+    env = revolution_env.vector_env(games, players=players, opponents=["value", "bargain"], keep_finished=0)
     teacher.reset(1)
     obs, info = env.reset(seed=0)
     states: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -272,7 +276,7 @@ def bot_decisions(players: int, seconds: float, games: int = 256, steps: int = 6
         bot.reset(2)
         for label, rows in (("bid", every_kind == Decision.BID), ("other", every_kind != Decision.BID)):
             o, m, d = every_obs[rows], every_mask[rows], every_kind[rows]
-            act_batch(bot, o[:1], m[:1], d[:1])  # loads the compiled code
+            act_batch(bot, o[:1], m[:1], d[:1])  # loads the compiled code from the cache
             done, start = 0, time.thread_time()
             while time.thread_time() - start < seconds / 6:
                 act_batch(bot, o, m, d)
