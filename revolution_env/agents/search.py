@@ -55,10 +55,7 @@ def regret_matching(payoff: np.ndarray, caution: float = CAUTION, iterations: in
     uniformly over the columns. Both sides learn by regret matching+ with alternating updates; our strategy of
     iteration ``i`` counts ``i`` times in the average (linear averaging, as in CFR+)."""
     n, m = payoff.shape
-    if not _is_number(caution) or not 0.0 <= caution <= 1.0:
-        raise ValueError(f"caution: expected a number from 0 to 1, got {caution!r}")
-    if not _is_count(iterations):
-        raise ValueError(f"iterations: expected a positive integer, got {iterations!r}")
+    _check_settings(caution=caution, iterations=iterations)
     uniform = np.full(m, 1.0 / m)
     ours, theirs = np.zeros(n), np.zeros(m)
     adversary = uniform.copy()
@@ -74,12 +71,15 @@ def regret_matching(payoff: np.ndarray, caution: float = CAUTION, iterations: in
     return average / average.sum()
 
 
-def _is_number(x: Any) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
-
-
-def _is_count(x: Any) -> bool:
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool) and x >= 1
+def _check_settings(where: str = "", **settings: Any) -> None:
+    """Raise ``ValueError`` for a setting of a search out of range: ``caution`` a number from 0 to 1, the others
+    (``candidates``, ``iterations``) positive integers; ``where`` starts the message."""
+    for what, value in settings.items():
+        if what == "caution":
+            if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
+                raise ValueError(f"{where}caution: expected a number from 0 to 1, got {value!r}")
+        elif not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{where}{what}: expected a positive integer, got {value!r}")
 
 
 def _strategy(regrets: np.ndarray) -> np.ndarray:
@@ -96,11 +96,7 @@ class SearchAgent(Agent):
 
     def __init__(self, policy: PolicyAgent, candidates: int = CANDIDATES, caution: float = CAUTION,
                  iterations: int = ITERATIONS, **env_options: Any) -> None:  # fmt: skip
-        for what, value in (("candidates", candidates), ("iterations", iterations)):
-            if not _is_count(value):
-                raise ValueError(f"search {what}: expected a positive integer, got {value!r}")
-        if not _is_number(caution) or not 0.0 <= caution <= 1.0:
-            raise ValueError(f"search caution: expected a number from 0 to 1, got {caution!r}")
+        _check_settings("search ", candidates=candidates, iterations=iterations, caution=caution)
         options = {k: v for k, v in env_options.items() if k not in ("reward", "action_mode")}
         super().__init__(**options)
         self.candidates, self.caution, self.iterations = int(candidates), float(caution), int(iterations)
