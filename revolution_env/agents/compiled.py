@@ -339,7 +339,7 @@ def _sum(a):
     return _sum(a[:half]) + _sum(a[half:])
 
 
-@jit
+@jit(inline=True)  # one caller
 def _beta(bits, a, b):
     """NumPy's ``random_beta`` (Johnk's algorithm for a, b <= 1, with its log-space branch when a power
     underflows; else two gamma variates), drawn from ``bits`` (:func:`_bits`)."""
@@ -391,7 +391,7 @@ if not COMPILED:
         out[:] = rng.multinomial(n, p)
 
 
-@jit
+@jit(inline=True)  # one caller
 def _dirichlet(rng, alpha, out):
     """NumPy's ``Generator.dirichlet`` for one sample into ``out``."""
     k = alpha.shape[0]
@@ -437,7 +437,7 @@ def _stable_order(keys):
     return order
 
 
-@jit
+@jit(inline=True)  # one caller
 def _any(a2):
     """``a2.any()`` of a 2-D array."""
     for i in range(a2.shape[0]):
@@ -496,7 +496,7 @@ def _int(x):
     return np.int64(np.rint(x))
 
 
-@jit
+@jit(inline=True)  # one caller
 def _view(obs, t, at):
     """``ObservationLayout.decode``: what the bots read of the observation."""
     S, A, T, n_cards, decisions = t.seats, t.areas, t.targets, t.n_cards, t.decisions
@@ -617,7 +617,7 @@ def _gain(pos, change, seat, j, t, buf):
     return buf[seat] - U0[seat]
 
 
-@jit
+@jit(inline=True)  # one caller
 def _position(view, t, j):
     """``appraisal.Position(tables, view, judgement)``."""
     tokens, support, supply, cubes, free = view.tokens, view.support, view.supply, view.cubes, view.free
@@ -706,7 +706,7 @@ def _position(view, t, j):
     )
 
 
-@jit
+@jit(inline=True)  # one caller
 def _token_worth(tokens, free, t, j):
     """``appraisal.token_worth``: (S, 3), a Force, Blackmail, Gold won now to each seat."""
     S, A, refunds, token_points = t.seats, t.areas, t.refunds, t.token_points
@@ -749,7 +749,7 @@ def _removal(pos, view, a, v, t, j, out):
     out[S] = later
 
 
-@jit
+@jit(inline=True)  # one caller
 def _spy_may_replace(movable, supply, owner, a, v):
     """``Position.spy_options(owner)[0][a, v]``: whether ``owner``'s Spy may replace ``v``'s cube in ``a``."""
     return movable[a, v] and v != owner and supply[owner] > 0
@@ -806,7 +806,7 @@ def _special_deltas(best, puppet, scale, out):
                 out[w, x] = best[w, x] * scale
 
 
-@jit
+@jit(inline=True)  # one caller
 def _best_spies(pos, view, t, j):
     """``Position._best_spies``: (S, S + 1), each player's best Spy move by its own margin (nothing if none, and
     nothing for the puppet)."""
@@ -829,7 +829,7 @@ def _best_spies(pos, view, t, j):
     return out
 
 
-@jit
+@jit(inline=True)  # one caller
 def _best_swaps(pos, t, j):
     """``Position._best_swaps``: (S, S + 1), each player's best Apothecary swap by its own margin (nothing if none,
     and nothing for the puppet)."""
@@ -914,7 +914,7 @@ def _card_value(pos, view, seat, t, j):
 # --- the bid model (heuristics.BidModel) -------------------------------------------------------------------------
 
 
-@jit
+@jit(inline=True)  # one caller
 def _clumping(last_k):
     """``BidModel._clumping``: the Dirichlet concentration that matches how a rival spread one token type."""
     n = 0
@@ -930,7 +930,7 @@ def _clumping(last_k):
     return float(min(max(1.5 * (1 - h) / max(h, 1e-3), 0.3), 8.0))
 
 
-@jit
+@jit(inline=True)  # one caller
 def _sample(rng, n, k, weight, last, habit, K, t, bot, out):
     """``BidModel._sample``: (K, T) counts of one rival's ``n`` tokens of type ``k``, added into ``out`` times
     the type's strength."""
@@ -1115,7 +1115,7 @@ def _with_guy_terms(model, guy_risk, scheming_worth, rival_scheming):
     )
 
 
-@jit
+@jit(inline=True)  # one caller
 def _interest_model(rng, view, pos, G, seat, K, t, judgement, bot):
     """``BidModel(bot, view, pos, G, seat, K, mirror=0.0)``: every rival's bids sampled from its interests and
     habits."""
@@ -1260,7 +1260,7 @@ def _plan_bid(rng, model, tokens, max_group, improve, pos, t):
     return bid
 
 
-@jit
+@jit(inline=True)  # one caller
 def _improve_once(model, bid, counted, pos, t):
     """``heuristics._improve_once``: move the one token whose move adds most value, if any does."""
     T, legal, max_characters = t.targets, t.legal, t.max_characters
@@ -1317,7 +1317,7 @@ def _improve_once(model, bid, counted, pos, t):
 # --- the three styles ----------------------------------------------------------------------------------------
 
 
-@jit
+@jit(inline=True)  # one caller
 def _value_bot_bid(rng, view, pos, t, j, bot):
     """``ValueBot.bid``."""
     me, tokens = view.me, view.tokens
@@ -1330,7 +1330,7 @@ def _value_bot_bid(rng, view, pos, t, j, bot):
     return _plan_bid(rng, model, tokens[0], max_group, improve, pos, t)
 
 
-@jit
+@jit(inline=True)  # one caller
 def _two_player(model, view, t, bot):
     """``ValueBot._two_player``: Guy may tie or beat our bids, and Scheming Gold buys priority over his tokens."""
     tokens, scheming_gold, round_ = view.tokens, view.scheming_gold, view.round
@@ -1340,7 +1340,7 @@ def _two_player(model, view, t, bot):
     return _with_guy_terms(model, bot.guy_risk, scheming_worth, rival_scheming)
 
 
-@jit
+@jit(inline=True)  # one caller
 def _area_bot_bid(rng, view, pos, t, j, bot):
     """``AreaBot.bid``."""
     me, tokens, free, add = view.me, view.tokens, view.free, pos.add
@@ -1401,7 +1401,7 @@ def _bargain_room(bid, c, t):
     return used < max_characters
 
 
-@jit
+@jit(inline=True)  # one caller
 def _prices(model, held, t):
     """``BargainBot._prices``: every bid we could place on one character (up to six Gold), and per character how
     often it would be strictly highest against the sampled opposing bids (0 where a token type is not allowed)."""
@@ -1428,7 +1428,7 @@ def _prices(model, held, t):
     return bids, win
 
 
-@jit
+@jit(inline=True)  # one caller
 def _bargain_bot_bid(rng, view, pos, t, j, bot):
     """``BargainBot.bid``."""
     me, tokens = view.me, view.tokens
@@ -1526,7 +1526,7 @@ def _bargain_bot_bid(rng, view, pos, t, j, bot):
 # --- the other decisions (HeuristicBot.cube, HeuristicBot.guy) ------------------------------------------------
 
 
-@jit
+@jit(inline=True)  # one caller
 def _cube(rng, kind, view, pos, mask, t, j, bot):
     """``HeuristicBot.cube``: Spy, Apothecary (both picks) and Remove: the legal choice that raises our margin
     most; decline where allowed when nothing helps."""
@@ -1575,7 +1575,7 @@ def _cube(rng, kind, view, pos, mask, t, j, bot):
     return 1 + ba * S + bv
 
 
-@jit
+@jit(inline=True)  # one caller
 def _guy_options(view, guy, G, t):
     """``HeuristicBot._guy_options``: every Guy placement ``4 c + 2 p + mode`` (character ``c``, answering player
     ``p``'s bid, a tie (mode 0) or a beat (mode 1)): its tokens (D11) and every seat's change in margin once that
@@ -1622,7 +1622,7 @@ def _guy_options(view, guy, G, t):
     return tokens, value
 
 
-@jit
+@jit(inline=True)  # one caller
 def _guy_open(bids, t):
     """``HeuristicBot._guy_open``: (C, 2), D10: a player's bid that Guy may answer (Guy has not bid there; not the
     Card space)."""
@@ -1636,7 +1636,7 @@ def _guy_open(bids, t):
     return open_
 
 
-@jit
+@jit(inline=True)  # one caller
 def _guy(rng, view, pos, mask, t, j):
     """``HeuristicBot.guy``: place one bid for Guy, the option with the best change in our margin once the
     opponent has answered with its own best placement (two plies); pass where allowed if nothing beats passing."""

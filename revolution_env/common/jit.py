@@ -1,6 +1,10 @@
 """Numba where it is installed: ``jit`` compiles a function (``numba.njit(cache=True, nogil=True)``), or leaves it
 as plain Python when Numba is missing (``pip install revolution-env[fast]`` installs it) or when the environment
 variable ``REVOLUTION_NO_NUMBA`` is set. ``COMPILED`` says which.
+``@jit(inline=True)`` has Numba inline the function into its callers (``inline="always"``), for a function called
+from one place: every compiled callee is optimised and turned into machine code once for itself and again inside
+each of its callers up the tree, so a deep tree of them compiles in time that grows faster than its code (the
+heuristic bots' build took a quarter less with their single-caller functions inlined, and decided as fast).
 
 The batched engine (``revolution_env.engine.kernels``) and the compiled heuristic bots
 (``revolution_env.agents.compiled``) are written as loops for it. Ctrl-C and SIGTERM wait while Numba compiles a
@@ -23,8 +27,10 @@ try:  # pragma: no cover - which branch runs depends on the install
         raise ImportError
     import numba
 
-    def jit(f):
-        dispatcher = numba.njit(cache=True, nogil=True)(f)
+    def jit(f=None, *, inline=False):
+        if f is None:
+            return lambda g: jit(g, inline=inline)
+        dispatcher = numba.njit(cache=True, nogil=True, inline="always" if inline else "never")(f)
         compile_now = dispatcher.compile  # every compilation or cache load of a signature, from Python or from
 
         def compile(signature):  # another compiled function's typing
@@ -39,8 +45,8 @@ try:  # pragma: no cover - which branch runs depends on the install
     COMPILED = True
 except ImportError:  # pragma: no cover
 
-    def jit(f):
-        return f
+    def jit(f=None, *, inline=False):
+        return f if f is not None else (lambda g: g)
 
     COMPILED = False
 
