@@ -268,6 +268,25 @@ def test_the_background_build_is_reaped_when_it_ends_though_the_cache_says_so_fi
 
 
 @needs_numba
+def test_revolution_train_starts_the_build_before_torch_and_the_wait_counts_from_then(monkeypatch, tmp_path):
+    """``revolution train`` starts the background build as soon as it has read the config (before torch loads and
+    the run builds its games and model, which the build then overlaps), and only where the run plays the bots."""
+    from revolution_training.cli import start_compiling
+    from revolution_training.config import TrainConfig
+
+    cached = {"yes": False}
+    _fake_build(monkeypatch, tmp_path, cached)
+    started = []
+    monkeypatch.setattr(EndingBuild, "__init__", lambda self, args, **kwargs: started.append(args))
+    start_compiling(TrainConfig(pretrain_teacher=None, heuristics=["random"], eval_opponents=["random"]))
+    assert not started and compiled.building_since() is None  # no bot in this run: nothing to build
+    start_compiling(TrainConfig(pretrain_teacher="value", heuristics=["random", "bargain"]))
+    assert len(started) == 1 and started[0][1:3] == ["-m", "revolution_env.agents.build_bots"]
+    since = compiled.building_since()
+    assert since is not None and since <= time.monotonic()
+
+
+@needs_numba
 def test_waiting_for_the_bots_reports_progress_until_the_build_is_done(monkeypatch, tmp_path):
     cached = {"yes": False}
     _fake_build(monkeypatch, tmp_path, cached)

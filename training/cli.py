@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from revolution_training.config import load_config
+from revolution_training.config import TrainConfig, load_config
 from revolution_training.exploit import (
     CALIBRATION,
     CALIBRATION_DIR,
@@ -56,13 +56,18 @@ def missing_train_extra(command: str, exc: ModuleNotFoundError) -> int:
     return 2
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    try:
-        from revolution_training.train import WorkerDied, train  # torch and SB3 load only when training
-    except ModuleNotFoundError as exc:
-        return missing_train_extra("training", exc)
+def start_compiling(config: TrainConfig) -> None:
+    """Start the background build of the heuristic bots (``revolution_training.train.compile_ahead``) where the run
+    plays them and Numba's cache lacks them, before torch loads and the run builds its games and model: on a
+    fresh install those take 5 to 10 s, which the build then overlaps."""
+    from revolution_env.agents.compiled import COMPILED, ready
+    from revolution_env.agents.loading import load_agent
 
-    config = None
+    if COMPILED and config.plays_heuristic_bots():
+        ready(load_agent("value", **config.env_options()))
+
+
+def cmd_train(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
         if args.total_steps is not None:
@@ -71,6 +76,16 @@ def cmd_train(args: argparse.Namespace) -> int:
             if config.stages:
                 raise ValueError("--total-steps: a recipe's stages give their own total_steps (edit the recipe)")
             config = config.replace(total_steps=args.total_steps)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    start_compiling(config)
+    try:
+        from revolution_training.train import WorkerDied, train  # torch and SB3 load only when training
+    except ModuleNotFoundError as exc:
+        return missing_train_extra("training", exc)
+
+    try:
         progress = sys.stderr.isatty() if args.progress is None else args.progress
         result = train(config, out=args.out, resume=args.resume, progress=progress)
     except ValueError as exc:
@@ -82,7 +97,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:  # a second Ctrl-C, or a signal before training started
         from revolution_training.train import read_state
 
-        out = args.out or (config.out if config is not None else None)
+        out = args.out or config.out
         try:
             saved = out is not None and (read_state(out) is not None or (Path(out) / "recipe.yaml").exists())
         except ValueError:

@@ -252,6 +252,12 @@ class TrainConfig:
     def baselines(self) -> list[str]:
         return list(self.eval_opponents if self.eval_opponents is not None else self.heuristics)
 
+    def plays_heuristic_bots(self) -> bool:
+        """Whether the run's teacher, league or evaluations name a heuristic bot (value, bargain, area: the
+        compiled bots of ``revolution_env.agents.compiled``)."""
+        specs = [self.pretrain_teacher, *self.heuristics, *self.baselines(), self.eval_fill]
+        return any(style in str(spec) for spec in specs if spec for style in ("value", "bargain", "area"))
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 

@@ -360,14 +360,14 @@ def _origin(config: TrainConfig, step: int, wall_time: float, origin: dict[str, 
 
 def compile_ahead(config: TrainConfig) -> None:
     """Numba's machine code for this run before its first decision, where the cache lacks it (a fresh clone): the
-    heuristic bots in a background process (about a minute of one core) while this process compiles the batched
-    engine by playing a few random games (about 15 s), then a wait for the bots with a line of progress. Without
-    it the imitation's first minute ran the bots' NumPy reference, five to fifty times slower."""
-    from revolution_env.agents.compiled import COMPILED, COMPILING, STYLES, ready, wait_until_ready
+    heuristic bots in a background process (about a minute of one core; started here, unless ``revolution train``
+    started it before loading torch) while this process compiles the batched engine by playing a few random games
+    (about 15 s), then a wait for the bots with a line of progress. Without it the imitation's first minute
+    ran the bots' NumPy reference, five to fifty times slower."""
+    from revolution_env.agents.compiled import COMPILED, COMPILING, building_since, ready, wait_until_ready
     from revolution_env.agents.loading import load_agent
 
-    specs = [config.pretrain_teacher, *config.heuristics, *config.baselines(), config.eval_fill]
-    if not COMPILED or not any(style in str(spec) for spec in specs if spec for style in STYLES):
+    if not COMPILED or not config.plays_heuristic_bots():
         return
     bot = load_agent("value", **config.env_options())
     if ready(bot):
@@ -378,7 +378,7 @@ def compile_ahead(config: TrainConfig) -> None:
         _play_random_games(config)
         if time.monotonic() - start > 2.0:
             print(f"  ... and the batched engine, here, in {time.monotonic() - start:.0f} s", flush=True)
-    wait_until_ready(bot, since=start)
+    wait_until_ready(bot, since=building_since() or start)
 
 
 def _play_random_games(config: TrainConfig, games: int = 16, steps: int = 150) -> None:

@@ -1889,6 +1889,7 @@ class _Build:
     next_check = 0.0
     proc: subprocess.Popen | None = None
     proc_owner = -1
+    started: float | None = None  # time.monotonic() when this process started the build
     signature: tuple | None = None
 
 
@@ -1995,8 +1996,14 @@ def ready(bot: Any) -> bool:
                 [sys.executable, "-m", "revolution_env.agents.build_bots", "--lock", str(folder / LOCK_NAME)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
             )  # fmt: skip
-        _Build.proc_owner = os.getpid()
+        _Build.proc_owner, _Build.started = os.getpid(), time.monotonic()
     return False
+
+
+def building_since() -> float | None:
+    """``time.monotonic()`` when this process started the background build that is still under way, else None."""
+    mine = _Build.proc is not None and _Build.proc_owner == os.getpid()
+    return _Build.started if mine else None
 
 
 COMPILING = "compiling the heuristic bots into Numba's cache (once per machine, about a minute of one core)"
@@ -2050,4 +2057,14 @@ def build(bot: Any, lock: Path | None = None, timeout: float = STALE_BUILD) -> N
     _Build.state = "ready"
 
 
-__all__ = ["COMPILED", "COMPILING", "build", "decide", "params", "ready", "tables", "wait_until_ready"]
+__all__ = [
+    "COMPILED",
+    "COMPILING",
+    "build",
+    "building_since",
+    "decide",
+    "params",
+    "ready",
+    "tables",
+    "wait_until_ready",
+]
