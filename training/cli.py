@@ -76,10 +76,10 @@ def cmd_train(args: argparse.Namespace) -> int:
             if config.stages:
                 raise ValueError("--total-steps: a recipe's stages give their own total_steps (edit the recipe)")
             config = config.replace(total_steps=args.total_steps)
+        start_compiling(config)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    start_compiling(config)
     try:
         from revolution_training.train import WorkerDied, train  # torch and SB3 load only when training
     except ModuleNotFoundError as exc:
