@@ -255,8 +255,10 @@ class TrainConfig:
     def plays_heuristic_bots(self) -> bool:
         """Whether the run's teacher, league or evaluations name a heuristic bot (value, bargain, area: the
         compiled bots of ``revolution_env.agents.compiled``)."""
+        from revolution_env.agents.compiled import STYLES
+
         specs = [self.pretrain_teacher, *self.heuristics, *self.baselines(), self.eval_fill]
-        return any(style in str(spec) for spec in specs if spec for style in ("value", "bargain", "area"))
+        return any(style in str(spec) for spec in specs if spec for style in STYLES)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
