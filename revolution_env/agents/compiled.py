@@ -84,7 +84,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from revolution_env.agents.appraisal import BONUS, MIN_ROUNDS, VEHICLE, area_points  # noqa: F401  (BONUS: in area_points, precomputed below)
-from revolution_env.common.jit import COMPILED, jit, read_only
+from revolution_env.common.jit import COMPILED, borrowed, jit, read_only
 from revolution_env.engine.game import MAX_GUY_BIDS
 from revolution_env.engine.kernels import BLACKMAIL, FORCE, GOLD, K_APO1, K_BID, K_GUY, K_NONE, K_REMOVE, K_SPY  # ints
 
@@ -1698,6 +1698,8 @@ def _decide_many(rng, observations, masks, tables, starts, settings, judgement, 
     ``actions``. Returns how many rows broke the mask and played the legal default instead (never expected).
     ``tables``, ``starts``, ``settings``, ``judgement``: the fields of :class:`Tables`, :class:`FeatureStarts`,
     :class:`Bot`, :class:`Judgement` as plain tuples (see :func:`_arguments_after_rows`)."""
+    observations, masks, actions = borrowed(observations), borrowed(masks), borrowed(actions)  # the caller's, for
+    tables, judgement = borrowed(tables), borrowed(judgement)  # the whole call: no reference counted for them
     t, at, bot, j = Tables(*tables), FeatureStarts(*starts), Bot(*settings), Judgement(*judgement)
     T, D, block, offsets, style = t.targets, t.dims, t.block, t.offsets, bot.style
     fallbacks = 0

@@ -42,11 +42,45 @@ try:  # pragma: no cover - which branch runs depends on the install
         dispatcher.compile = compile
         return dispatcher
 
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    def _unowned(context, builder, ty, value):
+        array = context.make_array(ty)(context, builder, value=value)
+        array.meminfo = cgutils.get_null_value(array.meminfo.type)
+        return array._getvalue()
+
+    @intrinsic
+    def borrowed(typingctx, arrays):
+        """An array, or the arrays of a tuple (its other members as they are), as views that hold no reference:
+        Numba counts a reference (an atomic increment, later a decrement) each time compiled code binds an array to a
+        name or passes it to a function, inlined or not, and a view without a memory record skips both (``perf`` had
+        those two instructions at 45% of the batched engine's compiled time). Only for arrays that the caller owns
+        for the whole call, such as a compiled entry point's arguments: a borrowed view must not be returned, stored
+        or outlive them."""
+        if not isinstance(arrays, (types.Array, types.BaseTuple)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            ty, value = signature.args[0], args[0]
+            if isinstance(ty, types.Array):
+                return _unowned(context, builder, ty, value)
+            for i, member in enumerate(ty):
+                if isinstance(member, types.Array):
+                    unowned = _unowned(context, builder, member, builder.extract_value(value, i))
+                    value = builder.insert_value(value, unowned, i)
+            return value
+
+        return arrays(arrays), codegen
+
     COMPILED = True
 except ImportError:  # pragma: no cover
 
     def jit(f=None, *, inline=False):
         return f if f is not None else (lambda g: g)
+
+    def borrowed(arrays):
+        return arrays
 
     COMPILED = False
 

@@ -11,16 +11,18 @@ a microsecond, and the profile (``scripts/benchmark.py``) shows the batch-wide N
 observations) dominating.
 
 The entry points (``*_many``) take ``st`` (the state arrays, see :data:`STATE_FIELDS`) and ``tb`` (the layout's
-static tables, see :data:`TABLE_FIELDS`) as tuples; the functions inside take a game index ``g`` and only the arrays
-they use (a compiled call that is not inlined costs a reference count per array argument, about 0.2 µs for the
-whole tuple, which the profile showed as the largest share of resolution).
+static tables, see :data:`TABLE_FIELDS`) as tuples, and borrow them (``common.jit.borrowed``): Numba counts a
+reference, atomically, each time it binds an array to a name or passes one on, and ``perf`` had those counts at
+nearly half of the compiled time of a step. The functions inside take a game index ``g`` and only the arrays they
+use; the small ones called from one place are inlined (``@jit(inline=True)``), and :func:`advance`, the largest, is
+called from one place in each entry point, since every inlined copy of it is compiled again.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from revolution_env.common.jit import COMPILED, jit  # noqa: F401  (COMPILED: whether the loops below are compiled)
+from revolution_env.common.jit import COMPILED, borrowed, jit  # noqa: F401  (COMPILED: whether the loops below are compiled)
 from revolution_env.engine.components import Token
 from revolution_env.engine.game import Decision, Phase
 
@@ -66,6 +68,15 @@ STATE_FIELDS = (
 )
 TABLE_FIELDS = ("cfg", "legal", "strength", "rewards", "char_support", "char_area", "spaces", "area_support",
                 "token_points", "card_support", "card_tokens", "card_remove")  # fmt: skip
+
+
+@jit(inline=True)
+def scratch(cfg):
+    """Work arrays that one batch call lends to each game in turn (``work``): a cube decision's targets (A, S), Guy's
+    placements and their beats (C, 2, 2) and (C, 2, 3); allocated once per call rather than once per game."""
+    C, A, S = cfg[C_CHARS], cfg[C_AREAS], cfg[C_SEATS]
+    return (np.zeros((A, S), dtype=np.bool_), np.zeros((C, 2, 2), dtype=np.bool_),
+            np.zeros((C, 2, 3), dtype=np.int64))  # fmt: skip
 
 
 @jit
@@ -152,7 +163,7 @@ def guy_options(g, tokens, bids, cfg, legal, ok, beat):
     return n
 
 
-@jit
+@jit(inline=True)
 def can_decline(g, meta):
     kind = meta[g, KIND]
     if kind in (K_SPY, K_APO1):
@@ -160,7 +171,7 @@ def can_decline(g, meta):
     return kind == K_GUY and meta[g, GUY_COUNT] >= 2  # D12
 
 
-@jit
+@jit(inline=True)
 def end_scheming(g, tokens, bank, meta, cfg):
     puppet = cfg[C_PUPPET]
     for t in range(3):
@@ -171,16 +182,13 @@ def end_scheming(g, tokens, bank, meta, cfg):
 
 
 @jit
-def next_guy_turn(g, tokens, bank, bids, meta, cfg, legal):
-    C = cfg[C_CHARS]
+def next_guy_turn(g, tokens, bank, bids, meta, cfg, legal, work):
     puppet = cfg[C_PUPPET]
     held = tokens[g, puppet, 0] + tokens[g, puppet, 1] + tokens[g, puppet, 2]
     if meta[g, GUY_COUNT] >= 6 or held == 0:  # D12
         end_scheming(g, tokens, bank, meta, cfg)
         return
-    ok = np.zeros((C, 2, 2), dtype=np.bool_)
-    beat = np.zeros((C, 2, 3), dtype=np.int64)
-    if guy_options(g, tokens, bids, cfg, legal, ok, beat) == 0:  # the player to act cannot place
+    if guy_options(g, tokens, bids, cfg, legal, work[1], work[2]) == 0:  # the player to act cannot place
         end_scheming(g, tokens, bank, meta, cfg)
         return
     first = meta[g, GUY_FIRST]
@@ -189,12 +197,10 @@ def next_guy_turn(g, tokens, bank, bids, meta, cfg, legal):
 
 
 @jit
-def place_guy(g, c, answered, mode, tokens, bank, bids, revealed, meta, cfg, legal):
+def place_guy(g, c, answered, mode, tokens, bank, bids, revealed, meta, cfg, legal, work):
     """One Guy bid; returns False if it is not offered."""
-    C = cfg[C_CHARS]
     puppet = cfg[C_PUPPET]
-    ok = np.zeros((C, 2, 2), dtype=np.bool_)
-    beat = np.zeros((C, 2, 3), dtype=np.int64)
+    ok, beat = work[1], work[2]
     guy_options(g, tokens, bids, cfg, legal, ok, beat)
     if not ok[c, answered, mode]:
         return False
@@ -206,11 +212,11 @@ def place_guy(g, c, answered, mode, tokens, bank, bids, revealed, meta, cfg, leg
     meta[g, GUY_COUNT] += 1
     meta[g, GUY_LAST] = meta[g, DSEAT]
     meta[g, KIND] = K_NONE
-    next_guy_turn(g, tokens, bank, bids, meta, cfg, legal)
+    next_guy_turn(g, tokens, bank, bids, meta, cfg, legal, work)
     return True
 
 
-@jit
+@jit(inline=True)
 def priority_by_rule(g, bids, cfg, strength):
     """D9 on the cleaned bids of game ``g`` (as ``engine.game.priority_by_rule``): the seat placing Guy's first bid,
     or -1 where the rule comes to the coin flip."""
@@ -218,22 +224,22 @@ def priority_by_rule(g, bids, cfg, strength):
     gold0, gold1 = bids[g, 0, sch, GOLD], bids[g, 1, sch, GOLD]
     if gold0 != gold1:
         return 0 if gold0 > gold1 else 1
-    best = np.zeros(2, dtype=np.int64)
-    where = np.zeros(2, dtype=np.int64)
-    for p in range(2):
-        for c in range(cfg[C_CHARS]):
-            key = strength[0] * bids[g, p, c, 0] + strength[1] * bids[g, p, c, 1] + strength[2] * bids[g, p, c, 2]
-            if key > best[p]:
-                best[p] = key
-                where[p] = c
-    if best[0] != best[1]:
-        return 0 if best[0] > best[1] else 1
-    if best[0] > 0 and where[0] != where[1]:
-        return 0 if where[0] < where[1] else 1
+    best0 = best1 = where0 = where1 = 0  # each seat's strongest bid and its character (the first of equals)
+    for c in range(cfg[C_CHARS]):
+        key = strength[0] * bids[g, 0, c, 0] + strength[1] * bids[g, 0, c, 1] + strength[2] * bids[g, 0, c, 2]
+        if key > best0:
+            best0, where0 = key, c
+        key = strength[0] * bids[g, 1, c, 0] + strength[1] * bids[g, 1, c, 1] + strength[2] * bids[g, 1, c, 2]
+        if key > best1:
+            best1, where1 = key, c
+    if best0 != best1:
+        return 0 if best0 > best1 else 1
+    if best0 > 0 and where0 != where1:
+        return 0 if where0 < where1 else 1
     return -1
 
 
-@jit
+@jit(inline=True)
 def contest(g, bids, best_, contested, meta, cfg, strength):
     """Once bids are final, each target's strictly highest bid (docs/rules.md §3, §4)."""
     for c in range(cfg[C_TARGETS]):
@@ -251,7 +257,7 @@ def contest(g, bids, best_, contested, meta, cfg, strength):
     meta[g, CONTESTED] = 1
 
 
-@jit
+@jit(inline=True)
 def place_cube(g, seat, area, cubes, supply, cfg, spaces):
     """One cube on an empty space; none if the area is full or the seat has no cube left (D2)."""
     filled = 0
@@ -262,7 +268,7 @@ def place_cube(g, seat, area, cubes, supply, cfg, spaces):
         supply[g, seat] -= 1
 
 
-@jit
+@jit(inline=True)
 def pay(g, seat, amount, tokens, bank):
     """Tokens ``amount`` (3,) from the bank to ``seat``, as far as the bank can pay (D1)."""
     for t in range(3):
@@ -271,7 +277,7 @@ def pay(g, seat, amount, tokens, bank):
         tokens[g, seat, t] += paid
 
 
-@jit
+@jit(inline=True)
 def start_cards(g, c, bank, bids, winners, card_queue, cfg):
     """The Card space (docs/rules.md §7): no contest; all Gold placed there goes to the bank, refunds or not, and each
     Gold, up to the limit per seat, is a card for its owner to draw."""
@@ -283,8 +289,8 @@ def start_cards(g, c, bank, bids, winners, card_queue, cfg):
     winners[g, c] = -1
 
 
-@jit
-def draw_cards(g, st, tb):
+@jit(inline=True)
+def draw_cards(g, st, tb, work):
     """The cards still to draw, seat by seat from seat 0, each resolved as it is drawn; stops at a Remove decision
     (docs/rules.md §7). An empty draw pile is the game's next shuffle of the whole deck (D15), drawn ahead into ``deck``
     by ``BatchedGame`` from the game's own seeded generator, as ``Game._shuffled_deck`` draws it."""
@@ -309,12 +315,11 @@ def draw_cards(g, st, tb):
         pay(g, seat, card_tokens[card], tokens, bank)
         if card_remove[card]:  # compulsory where an opponent's cube can be removed, else nothing to ask
             meta[g, DSEAT] = seat
-            targets = np.zeros((cfg[C_AREAS], S), dtype=np.bool_)
-            if cube_targets(g, K_REMOVE, cubes, supply, meta, cfg, spaces, targets) > 0:
+            if cube_targets(g, K_REMOVE, cubes, supply, meta, cfg, spaces, work[0]) > 0:
                 meta[g, KIND] = K_REMOVE
 
 
-@jit
+@jit(inline=True)
 def score(g, tokens, support, cubes, meta, fin_support, fin_tokens, fin_areas, fin_win, cfg, spaces, area_support,
           token_points):  # fmt: skip
     S, P, puppet = cfg[C_SEATS], cfg[C_PLAYERS], cfg[C_PUPPET]
@@ -353,19 +358,19 @@ def score(g, tokens, support, cubes, meta, fin_support, fin_tokens, fin_areas, f
 
 
 @jit
-def advance(g, st, tb):
+def advance(g, st, tb, work):
     """Run the rules until a decision is needed or the game is over: resolve the characters from the cursor
     (docs/rules.md §4: the strictly highest bid wins, tokens are spent, benefits come at once; the first edition's Card
     space draws its cards, §7), then end the round."""
     tokens, bank, support, cubes, supply, bids = st[0], st[1], st[2], st[3], st[4], st[5]
     winners, best, contested, meta, card_queue = st[7], st[8], st[9], st[11], st[17]
     cfg, strength, rewards, char_support, char_area, spaces = tb[0], tb[2], tb[3], tb[4], tb[5], tb[6]
-    C, S, A = cfg[C_CHARS], cfg[C_SEATS], cfg[C_AREAS]
+    C, S = cfg[C_CHARS], cfg[C_SEATS]
     if meta[g, PHASE] == RESOLUTION and meta[g, CURSOR] == 0 and meta[g, CONTESTED] == 0:
         contest(g, bids, best, contested, meta, cfg, strength)
     while meta[g, KIND] == K_NONE and meta[g, PHASE] == RESOLUTION:
         if cfg[C_CARD] >= 0:
-            draw_cards(g, st, tb)  # the Card space's cards still to draw (none before it resolves)
+            draw_cards(g, st, tb, work)  # the Card space's cards still to draw (none before it resolves)
             if meta[g, KIND] != K_NONE:
                 break
         c = meta[g, CURSOR]
@@ -392,20 +397,29 @@ def advance(g, st, tb):
         if w < 0:
             continue
         support[g, w] += char_support[c]
-        pay(g, w, rewards[c], tokens, bank)
-        if char_area[c] >= 0:
-            place_cube(g, w, char_area[c], cubes, supply, cfg, spaces)
+        for t in range(3):  # pay(g, w, rewards[c], tokens, bank), written out: a call in this loop costs more
+            paid = min(rewards[c, t], bank[g, t])  # than the rule (each array it takes is reference-counted)
+            bank[g, t] -= paid
+            tokens[g, w, t] += paid
+        area = char_area[c]
+        if area >= 0:  # place_cube(g, w, area, cubes, supply, cfg, spaces), written out
+            filled = 0
+            for s in range(S):
+                filled += cubes[g, area, s]
+            if supply[g, w] > 0 and filled < spaces[area]:
+                cubes[g, area, w] += 1
+                supply[g, w] -= 1
         decider = meta[g, GUY_LAST] if w == cfg[C_PUPPET] else w  # Guy's choices: whoever placed his last bid
         kind = K_SPY if c == cfg[C_SPY] else (K_APO1 if c == cfg[C_APO] else K_NONE)
         if kind != K_NONE:
             if kind == K_SPY:
                 meta[g, SPY_OWNER] = w
-            if cube_targets(g, kind, cubes, supply, meta, cfg, spaces, np.zeros((A, S), dtype=np.bool_)) > 0:
+            if cube_targets(g, kind, cubes, supply, meta, cfg, spaces, work[0]) > 0:
                 meta[g, KIND] = kind
                 meta[g, DSEAT] = decider
 
 
-@jit
+@jit(inline=True)
 def end_round(g, st, tb):
     tokens, bank, support, cubes, meta = st[0], st[1], st[2], st[3], st[11]
     cfg, spaces = tb[0], tb[6]
@@ -437,11 +451,12 @@ def end_round(g, st, tb):
     meta[g, CONTESTED] = 0
 
 
-@jit
-def choose(g, value, st, tb):
+@jit(inline=True)
+def choose(g, value, st, tb, work):
     """Answer game ``g``'s pending non-bid decision: ``value`` -1 declines or passes; a cube decision's value is
     ``area * S + seat`` (absolute seat), a Guy placement's ``(character * 2 + answered_seat) * 2 + mode``.
-    Returns False (and changes nothing) if the choice is not allowed."""
+    Returns False (and changes nothing) if the choice is not allowed; an allowed one is applied, and the caller then
+    runs the rules on (:func:`advance`, called from one place so that it is compiled once)."""
     tokens, bank, cubes, supply, bids, revealed, meta = st[0], st[1], st[3], st[4], st[5], st[6], st[11]
     cfg, legal, spaces = tb[0], tb[1], tb[6]
     S = cfg[C_SEATS]
@@ -456,21 +471,17 @@ def choose(g, value, st, tb):
         meta[g, KIND] = K_NONE
         meta[g, APO_AREA] = -1
         meta[g, APO_SEAT] = -1
-        advance(g, st, tb)
         return True
     if kind == K_GUY:
         c = value // 4
         if c >= cfg[C_CHARS]:
             return False
-        if not place_guy(g, c, (value // 2) % 2, value % 2, tokens, bank, bids, revealed, meta, cfg, legal):
-            return False
-        advance(g, st, tb)
-        return True
+        return place_guy(g, c, (value // 2) % 2, value % 2, tokens, bank, bids, revealed, meta, cfg, legal, work)
     area = value // S
     seat = value % S
     if area >= cfg[C_AREAS]:
         return False
-    ok = np.zeros((cfg[C_AREAS], S), dtype=np.bool_)
+    ok = work[0]
     cube_targets(g, kind, cubes, supply, meta, cfg, spaces, ok)
     if not ok[area, seat]:
         return False
@@ -496,7 +507,6 @@ def choose(g, value, st, tb):
     else:
         cubes[g, area, seat] -= 1
         supply[g, seat] += 1
-    advance(g, st, tb)
     return True
 
 
@@ -510,12 +520,14 @@ def submit_many(games, raw, given, coin, st, tb, hist_bids, hist_priority):
     the history, then Scheming (two players: D9's priority, ``given`` where >= 0 else the rule, else ``coin``) and
     resolution up to the next decision or the end. Returns the index of a game whose given priority contradicts
     the rule, or -1; nothing of that game or the ones after it is changed then."""
+    st, tb = borrowed(st), borrowed(tb)
     tokens, bank, bids, revealed, winners, scheming_gold, meta, drawn = (
         st[0], st[1], st[5], st[6], st[7], st[10], st[11], st[18]
     )  # fmt: skip
     cfg, legal, strength = tb[0], tb[1], tb[2]
     C, T, S, P = cfg[C_CHARS], cfg[C_TARGETS], cfg[C_SEATS], cfg[C_PLAYERS]
     sch = cfg[C_SCHEMING]
+    work = scratch(cfg)
     for i in range(len(games)):
         g = games[i]
         r = meta[g, ROUND] - 1
@@ -571,24 +583,29 @@ def submit_many(games, raw, given, coin, st, tb, hist_bids, hist_priority):
             meta[g, GUY_FIRST] = first
             meta[g, GUY_COUNT] = 0
             meta[g, GUY_LAST] = -1
-            next_guy_turn(g, tokens, bank, bids, meta, cfg, legal)
+            next_guy_turn(g, tokens, bank, bids, meta, cfg, legal, work)
         else:
             meta[g, PHASE] = RESOLUTION
-        advance(g, st, tb)
+        advance(g, st, tb, work)
     return -1
 
 
 @jit
 def choose_many(games, values, st, tb, ok):
     """:func:`choose` for each game; ``ok[i]`` says whether game ``games[i]``'s choice was allowed."""
+    st, tb = borrowed(st), borrowed(tb)
+    work = scratch(tb[0])
     for i in range(len(games)):
-        ok[i] = choose(games[i], values[i], st, tb)
+        ok[i] = choose(games[i], values[i], st, tb, work)
+        if ok[i]:
+            advance(games[i], st, tb, work)
 
 
 @jit
 def options_many(games, st, tb, cube_out, guy_out, decline_out):
     """The legal choices of each game's pending non-bid decision: cubes (n, A, S), Guy placements (n, C, 2, 2),
     whether declining is allowed (n,)."""
+    st, tb = borrowed(st), borrowed(tb)
     tokens, cubes, supply, bids, meta = st[0], st[3], st[4], st[5], st[11]
     cfg, legal, spaces = tb[0], tb[1], tb[6]
     beat = np.zeros((cfg[C_CHARS], 2, 3), dtype=np.int64)

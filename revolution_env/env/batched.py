@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from revolution_env.common.jit import read_only
+from revolution_env.common.jit import borrowed, read_only
 from revolution_env.engine import kernels as K
 from revolution_env.engine.batched import BatchedGame
 from revolution_env.engine.kernels import (
@@ -145,6 +145,7 @@ FEATURES = ("round", "rounds_left", "phase", "decision", "for_puppet", "can_decl
 def observe_many(games, seats, kinds, st, tb, perm, inv, at, card_type, out):
     """``ObservationLayout.build`` for each (game, seat, kind), into the zeroed rows of ``out``; ``card_type`` maps
     the first edition's deck to the card types of ``cards_drawn`` and ``deck_left``."""
+    st, tb, out = borrowed(st), borrowed(tb), borrowed(out)  # the caller's, for the whole call
     tokens, support, cubes, supply, bank, revealed = st[0], st[2], st[3], st[4], st[1], st[6]
     winners, scheming_gold, meta, final_support = st[7], st[10], st[11], st[12]
     deck, drawn = st[16], st[18]
@@ -222,6 +223,7 @@ def masks_many(games, seats, kinds, st, tb, perm, codes, out):
     placements over (character, answered seat with the seat's own first, tie/beat); cubes over (area, relative
     seat)). A token dimension allows its type's legal targets where the seat bids now and holds that token, else
     only 0."""
+    st, tb, out = borrowed(st), borrowed(tb), borrowed(out)  # the caller's, for the whole call
     tokens, cubes, supply, bids, meta = st[0], st[3], st[4], st[5], st[11]
     cfg, legal, spaces = tb[0], tb[1], tb[6]
     S, A, n_chars = cfg[C_SEATS], cfg[C_AREAS], cfg[C_CHARS]
