@@ -612,6 +612,7 @@ def _margins(X, change, lead, rounds, j, others, out):
 @jit
 def _gain(pos, change, seat, j, t, buf):
     """``Position.gain(change, seat)``: the change in ``seat``'s margin (``buf``: room for every seat's)."""
+    pos, change, buf = borrowed(pos), borrowed(change), borrowed(buf)  # arguments: the caller's for the whole call
     X, lead, U0, rounds, others = pos.X, pos.lead, pos.U0, pos.rounds, t.others
     _margins(X, change, lead, rounds, j, others, buf)
     return buf[seat] - U0[seat]
@@ -771,6 +772,7 @@ def _swap_change(move, a1, s1, s2, a2, out):
 @jit
 def _character_deltas(pos, view, t, j):
     """``Position.character_deltas()``: (T, S, S + 1), the change if seat ``w`` wins target ``c`` now."""
+    pos, view = borrowed(pos), borrowed(view)  # arguments: the caller's for the whole call
     bank, worth, add = view.bank, pos.worth, pos.add
     S, T, C, puppet = t.seats, t.targets, t.n_characters, t.puppet
     spy, apothecary, card = t.spy, t.apothecary, t.card
@@ -865,6 +867,7 @@ def _best_swaps(pos, t, j):
 @jit
 def _gains(pos, D, j, t):
     """``Position.gains(D)``: (T, S, S) over (target, winner, judge)."""
+    pos, D = borrowed(pos), borrowed(D)  # arguments: the caller's for the whole call
     X, lead, U0, rounds, others = pos.X, pos.lead, pos.U0, pos.rounds, t.others
     T, S = D.shape[0], D.shape[1]
     G = np.empty((T, S, S))
@@ -1009,6 +1012,7 @@ def _rivals(seat, P):
 def _rival_bids(rng, view, G, j, K, mirrored, card_value, t, bot, keys_j):
     """Rival ``j``'s bids sampled from its interests and habits (``BidModel.__init__``, the loop body): rows
     ``mirrored:`` of ``keys_j`` (K, T), as keys."""
+    view, G, keys_j = borrowed(view), borrowed(G), borrowed(keys_j)  # arguments: the caller's for the whole call
     round_, bids, tokens = view.round, view.bids, view.tokens
     T, card = t.targets, t.card
     habit_share, sharpness, persistence = bot.habit, bot.sharpness, bot.persistence
@@ -1033,6 +1037,7 @@ def _rival_bids(rng, view, G, j, K, mirrored, card_value, t, bot, keys_j):
 @jit
 def _model_from_rival_bids(pos, view, G, seat, K, rivals, keys, card_value, t, bot):
     """The rest of ``BidModel.__init__`` once the rivals' bids (``keys``: rival, sample, target) are drawn."""
+    pos, view, G, keys = borrowed(pos), borrowed(view), borrowed(G), borrowed(keys)  # the caller's
     worth, tokens = pos.worth, view.tokens
     T, puppet, refunds, spend = t.targets, t.puppet, t.refunds, bot.spend
     R = rivals.shape[0]
@@ -1133,6 +1138,7 @@ def _interest_model(rng, view, pos, G, seat, K, t, judgement, bot):
 def _bid_model(rng, view, pos, G, seat, K, mirror, t, judgement, bot):
     """``BidModel(bot, view, pos, G, seat, K, mirror)``: a share ``mirror`` of each levelled rival's samples is the
     bid it would plan if it thought as we do (:func:`_interest_model`, then :func:`_plan_bid`); the rest sampled."""
+    view, pos, G = borrowed(view), borrowed(pos), borrowed(G)  # arguments: the caller's for the whole call
     tokens = view.tokens
     T, P, card, token_points, strength = t.targets, t.players, t.card, t.token_points, t.strength
     mirror_rivals, inner_samples = bot.mirror_rivals, bot.inner_samples
@@ -1219,6 +1225,7 @@ def _room(bid, counted, max_characters, out):
 def _plan_bid(rng, model, tokens, max_group, improve, pos, t):
     """``heuristics.plan_bid``: every token, strongest first, where it adds most value per token; then single
     tokens moved while that helps."""
+    model, pos = borrowed(model), borrowed(pos)  # arguments: the caller's for the whole call
     T, legal, scheming, max_characters = t.targets, t.legal, t.scheming, t.max_characters
     bid = np.zeros((T, 3), dtype=np.int64)
     current = np.empty(T)
