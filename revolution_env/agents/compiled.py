@@ -1700,6 +1700,31 @@ def _guy(rng, view, pos, mask, t, j):
 
 
 @jit
+def _decide_row(rng, kind, view, pos, mask, action, t, j, bot):
+    """One row's decision into ``action`` (zeroed), ``kind`` being a decision. A function of its own, not inlined,
+    so that the row's own arrays (``view``, ``pos``), which its caller holds for the whole call, are borrowed here
+    by everything the decision calls (``common.jit.borrowed``: no reference counted per call)."""
+    view, pos = borrowed(view), borrowed(pos)
+    if kind == K_BID:
+        if bot.style == VALUE:
+            bid = _value_bot_bid(rng, view, pos, t, j, bot)
+        elif bot.style == BARGAIN:
+            bid = _bargain_bot_bid(rng, view, pos, t, j, bot)
+        else:
+            bid = _area_bot_bid(rng, view, pos, t, j, bot)
+        for k in range(3):  # Codec.action_from_bid: each type's tokens in target order
+            d = t.block[k]
+            for c in range(t.targets):
+                for _ in range(bid[c, k]):
+                    action[d] = c
+                    d += 1
+    elif kind == K_GUY:
+        action[0] = _guy(rng, view, pos, mask, t, j)
+    else:
+        action[0] = _cube(rng, kind, view, pos, mask, t, j, bot)
+
+
+@jit
 def _decide_many(rng, observations, masks, tables, starts, settings, judgement, actions):
     """``HeuristicBot.act_reference`` for each row in order (the same draws as one ``act`` call per row), into
     ``actions``. Returns how many rows broke the mask and played the legal default instead (never expected).
@@ -1708,7 +1733,7 @@ def _decide_many(rng, observations, masks, tables, starts, settings, judgement, 
     observations, masks, actions = borrowed(observations), borrowed(masks), borrowed(actions)  # the caller's, for
     tables, judgement = borrowed(tables), borrowed(judgement)  # the whole call: no reference counted for them
     t, at, bot, j = Tables(*tables), FeatureStarts(*starts), Bot(*settings), Judgement(*judgement)
-    T, D, block, offsets, style = t.targets, t.dims, t.block, t.offsets, bot.style
+    D, offsets = t.dims, t.offsets
     fallbacks = 0
     for row in range(observations.shape[0]):
         obs, mask, action = observations[row], masks[row], actions[row]
@@ -1718,24 +1743,7 @@ def _decide_many(rng, observations, masks, tables, starts, settings, judgement, 
         kind = view.decision
         if kind == K_NONE:
             continue
-        pos = _position(view, t, j)
-        if kind == K_BID:
-            if style == VALUE:
-                bid = _value_bot_bid(rng, view, pos, t, j, bot)
-            elif style == BARGAIN:
-                bid = _bargain_bot_bid(rng, view, pos, t, j, bot)
-            else:
-                bid = _area_bot_bid(rng, view, pos, t, j, bot)
-            for k in range(3):  # Codec.action_from_bid: each type's tokens in target order
-                d = block[k]
-                for c in range(T):
-                    for _ in range(bid[c, k]):
-                        action[d] = c
-                        d += 1
-        elif kind == K_GUY:
-            action[0] = _guy(rng, view, pos, mask, t, j)
-        else:
-            action[0] = _cube(rng, kind, view, pos, mask, t, j, bot)
+        _decide_row(rng, kind, view, _position(view, t, j), mask, action, t, j, bot)
         legal = True
         for d in range(D):
             legal = legal and mask[offsets[d] + action[d]] != 0
