@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from revolution_env.common.jit import COMPILED, borrowed, jit  # noqa: F401  (COMPILED: whether the loops below are compiled)
+from revolution_env.common.jit import COMPILED, borrowed, jit  # noqa: F401  (COMPILED: whether compiled)
 from revolution_env.engine.components import Token
 from revolution_env.engine.game import Decision, Phase
 
@@ -397,18 +397,9 @@ def advance(g, st, tb, work):
         if w < 0:
             continue
         support[g, w] += char_support[c]
-        for t in range(3):  # pay(g, w, rewards[c], tokens, bank), written out: a call in this loop costs more
-            paid = min(rewards[c, t], bank[g, t])  # than the rule (each array it takes is reference-counted)
-            bank[g, t] -= paid
-            tokens[g, w, t] += paid
-        area = char_area[c]
-        if area >= 0:  # place_cube(g, w, area, cubes, supply, cfg, spaces), written out
-            filled = 0
-            for s in range(S):
-                filled += cubes[g, area, s]
-            if supply[g, w] > 0 and filled < spaces[area]:
-                cubes[g, area, w] += 1
-                supply[g, w] -= 1
+        pay(g, w, rewards[c], tokens, bank)
+        if char_area[c] >= 0:
+            place_cube(g, w, char_area[c], cubes, supply, cfg, spaces)
         decider = meta[g, GUY_LAST] if w == cfg[C_PUPPET] else w  # Guy's choices: whoever placed his last bid
         kind = K_SPY if c == cfg[C_SPY] else (K_APO1 if c == cfg[C_APO] else K_NONE)
         if kind != K_NONE:
