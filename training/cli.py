@@ -60,11 +60,11 @@ def start_compiling(config: TrainConfig) -> None:
     """Start the background build of the heuristic bots (``revolution_training.train.compile_ahead``) where the run
     plays them and Numba's cache lacks them, before torch loads and the run builds its games and model: on a
     fresh install those take 5 to 10 s, which the build then overlaps."""
-    from revolution_env.agents.compiled import COMPILED, ready
-    from revolution_env.agents.loading import load_agent
+    from revolution_env.agents.compiled import ready
 
-    if COMPILED and config.plays_heuristic_bots():
-        ready(load_agent("value", **config.env_options()))
+    bot = config.compiled_bot()
+    if bot is not None:
+        ready(bot)
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -260,6 +260,17 @@ class TrainConfig:
         specs = [self.pretrain_teacher, *self.heuristics, *self.baselines(), self.eval_fill]
         return any(style in str(spec) for spec in specs if spec for style in STYLES)
 
+    def compiled_bot(self) -> Any | None:
+        """A heuristic bot of the run's game whose compiled code is what the run waits for (one build compiles every
+        style; ``compiled.ready(bot)`` starts it where Numba's cache lacks it), or None where the run plays no
+        heuristic bot or Numba is missing."""
+        from revolution_env.agents.compiled import COMPILED
+        from revolution_env.agents.loading import load_agent
+
+        if not COMPILED or not self.plays_heuristic_bots():
+            return None
+        return load_agent("value", **self.env_options())
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 

@@ -364,13 +364,10 @@ def compile_ahead(config: TrainConfig) -> None:
     started it before loading torch) while this process compiles the batched engine by playing a few random games
     (about 15 s), then a wait for the bots with a line of progress. Without it the imitation's first minute
     ran the bots' NumPy reference, five to fifty times slower."""
-    from revolution_env.agents.compiled import COMPILED, COMPILING, building_since, ready, wait_until_ready
-    from revolution_env.agents.loading import load_agent
+    from revolution_env.agents.compiled import COMPILING, building_since, ready, wait_until_ready
 
-    if not COMPILED or not config.plays_heuristic_bots():
-        return
-    bot = load_agent("value", **config.env_options())
-    if ready(bot):
+    bot = config.compiled_bot()
+    if bot is None or ready(bot):
         return
     print(f"{COMPILING}, in the background ...", flush=True)
     start = time.monotonic()
