@@ -13,7 +13,7 @@ from plain_python import run_without_numba
 from revolution_env.engine.batched import BatchedGame
 from revolution_env.engine.components import BOARDS_DIR, GOLD
 from revolution_env.engine.game import BID, GUY, Decision, Game, IllegalAction, Rules, make_layout
-from revolution_env.engine.kernels import DECK_SHUFFLE
+from revolution_env.engine.kernels import DECK_SHUFFLE, random_states
 from revolution_env.engine.random_play import random_bids, random_choice
 from revolution_env.engine.scenario import run_scenario, state_dict
 from revolution_env.env.batched import BatchedView
@@ -243,3 +243,123 @@ def test_index_arrays_cross_into_the_kernels_contiguous(monkeypatch) -> None:
     assert len(seen) == 2
     for arrays in seen:
         assert all(a.dtype == np.int64 and a.flags.c_contiguous for a in arrays)
+
+
+# --- random play in batch (the vector envs' random opponents) ---------------------------------------------------
+
+
+def _same_games_to_a_choice(rules: Rules, n: int, seed: int, skip: set[int] = frozenset()) -> BatchedGame | None:
+    """``n`` copies of one game (seed ``seed``), played by the same random bids and choices until it waits for a
+    non-bid decision of a kind not in ``skip`` (None if it ends first). Two players: D9's priority given, the
+    rule's where it decides."""
+    from revolution_env.engine.batched import clean_bids_batch, priority_by_rule_batch
+
+    L = make_layout(rules)
+    batch = BatchedGame(L, n, seeds=[seed] * n, rng=np.random.default_rng(seed))
+    everyone = np.arange(n)
+    state = random_states(np.array([seed]))
+    rng = np.random.default_rng(seed)
+    while not batch.over[0]:
+        kind = int(batch.kind[0])
+        if kind == int(BID):
+            one = np.stack([batch.random_bids([0], [p], state)[0] for p in range(L.players)])
+            bids = np.repeat(one[None], n, axis=0)
+            priority = None
+            if L.scheming >= 0:
+                ruled = priority_by_rule_batch(clean_bids_batch(bids[:1], L)[0], L)
+                priority = np.full(n, max(int(ruled[0]), 0))
+            batch.submit_bids(everyone, bids, priority)
+        elif kind in skip:  # the same uniform choice in every copy
+            cubes, guy, decline = (x[0] for x in batch.options([0]))
+            S = L.seats
+            legal = [a * S + s for a, s in np.argwhere(cubes)] if kind != int(GUY) else [
+                (c * 2 + p) * 2 + m for c, p, m in np.argwhere(guy)]  # fmt: skip
+            legal += [-1] if decline else []
+            batch.choose(everyone, np.full(n, legal[rng.integers(len(legal))]))
+        else:
+            return batch
+    return None
+
+
+def _first_random_choices(batch: BatchedGame, states: np.ndarray) -> np.ndarray:
+    """Each game's first random choice (the engine's value, -1 declined), drawn with ``states`` and read back from
+    the history that exports it."""
+    from revolution_env.engine.kernels import play_random_many
+
+    history = (batch._hist_spy, batch._hist_apothecary, batch._hist_guy, batch._hist_remove)
+    before = [h.copy() for h in history]
+    g = np.arange(batch.n)
+    bad = play_random_many(g, np.ones((batch.n, batch.layout.seats), dtype=bool), batch._st, batch._tb, states,
+                           *history, True)  # fmt: skip
+    assert bad == -1
+    out = np.full(batch.n, -3, dtype=np.int64)
+    for old, new in zip(before, history):
+        changed = (old != new).reshape(batch.n, -1)
+        rows = np.flatnonzero(changed.any(1))
+        out[rows] = new.reshape(batch.n, -1)[rows, changed[rows].argmax(1)]
+    assert (out != -3).all()
+    return out
+
+
+@pytest.mark.parametrize("variant", ["3 players", "2 players (Guy)", "first edition, 4 players"])
+def test_random_play_in_batch_draws_each_legal_option_uniformly(variant: str) -> None:
+    """``BatchedGame.play_random`` (the vector envs' random opponents) draws every legal choice, declining
+    included where it is allowed, equally often and nothing else (2,000 copies of a position, each with its own
+    generator, 5 standard deviations); ``random_bids`` puts every held token on a legal target of its type, each
+    legal target equally often."""
+    rules, n, tested = VARIANTS[variant], 2000, set()
+    kinds = {int(Decision.SPY), int(Decision.APOTHECARY_FIRST), int(Decision.APOTHECARY_SECOND)}
+    kinds |= {int(GUY)} if rules.players == 2 else set()
+    kinds |= {int(Decision.REMOVE)} if rules.first_edition else set()
+    for seed in range(40):
+        if tested == kinds:
+            break
+        batch = _same_games_to_a_choice(rules, n, seed, skip=tested)
+        if batch is None:
+            continue
+        kind = int(batch.kind[0])
+        tested.add(kind)
+        cubes, guy, decline = (x[0] for x in batch.options([0]))
+        S = batch.layout.seats
+        legal = [a * S + s for a, s in np.argwhere(cubes)] if kind != int(GUY) else [
+            (c * 2 + p) * 2 + m for c, p, m in np.argwhere(guy)]  # fmt: skip
+        legal += [-1] if decline else []
+        drawn = _first_random_choices(batch, random_states(np.arange(n)))
+        values, counts = np.unique(drawn, return_counts=True)
+        assert sorted(values.tolist()) == sorted(legal), Decision(kind)
+        expected = n / len(legal)
+        assert (abs(counts - expected) < 5 * np.sqrt(expected)).all(), (Decision(kind), counts)
+    assert tested == kinds, tested
+    L = make_layout(rules)
+    batch = BatchedGame(L, n, seeds=[0] * n)
+    bids = batch.random_bids(np.arange(n), np.zeros(n, dtype=np.int64), random_states(np.arange(n)))
+    np.testing.assert_array_equal(bids.sum(1), batch.tokens[:, 0])
+    for t in range(3):
+        held = int(batch.tokens[0, 0, t])
+        per_target = bids[:, :, t].sum(0)
+        assert not per_target[~L.legal[:, t]].any()
+        expected = n * held / len(L.legal_targets[t])
+        assert (abs(per_target[L.legal[:, t]] - expected) < 5 * np.sqrt(expected)).all(), (t, per_target)
+
+
+def random_play_digest() -> list[int]:
+    """The random choices and bids drawn in a few positions: the same compiled and as plain Python."""
+    out: list[int] = []
+    for variant, seed in (("2 players (Guy)", 1), ("first edition, 3 players", 2), ("4 players", 3)):
+        for s in range(seed, seed + 10):
+            batch = _same_games_to_a_choice(VARIANTS[variant], 6, s)
+            if batch is not None:
+                out += _first_random_choices(batch, random_states(np.arange(6))).tolist()
+                break
+        game = BatchedGame(make_layout(VARIANTS[variant]), 3, seeds=[seed] * 3)
+        out += game.random_bids(np.arange(3), np.arange(3) % 2, random_states(np.arange(5, 8))).ravel().tolist()
+    return out
+
+
+def test_random_play_in_batch_draws_the_same_as_plain_python() -> None:
+    expected = random_play_digest()
+    run_without_numba(
+        "from tests.test_batched import random_play_digest\n"
+        "from revolution_env.engine.kernels import COMPILED\n"
+        f"assert not COMPILED\nassert random_play_digest() == {expected!r}\n"
+    )

@@ -83,7 +83,7 @@ def test_same_step_autoreset_final_observation_and_reward_match_the_scalar_engin
     codec = env.codec
     layout = ObservationLayout(Codec(env.layout))
     ended = 0
-    for obs, rewards, terminated, truncated, info in play(env, 80, seed=2):
+    for obs, rewards, terminated, truncated, info in play(env, 120, seed=2):
         done = terminated | truncated
         if not done.any():
             continue
@@ -151,7 +151,15 @@ def test_remove_cards_are_decisions_of_the_learner_and_of_the_opponents() -> Non
         deciders.extend((env.game.decider[g[removes]] == env.seat[g[removes]]).tolist())
         return choose(games, values)
 
+    def played_randomly(games, random_seat, states):  # the random opponents: one choice a game per call here
+        g = np.asarray(games)
+        removes = env.game.kind[g] == int(revolution_env.Decision.REMOVE)
+        deciders.extend((env.game.decider[g[removes]] == env.seat[g[removes]]).tolist())
+        return play_random(games, random_seat, states)
+
     env.game.choose = recorded
+    play_random = env.game.play_random
+    env.game.play_random = played_randomly
     asked = 0
     S, A = env.codec.S, env.codec.A
     for _, _, _, _, info in play(env, 300, seed=1):

@@ -11,8 +11,10 @@
 | autoreset       | ``SAME_STEP`` (Gymnasium 1.x ``AutoresetMode.SAME_STEP``): the step that ends a game returns the next game's first observation; the last one is in ``info["final_obs"]`` (an object array, ``None`` where no game ended) and ``info["final_info"]`` |
 | finished games  | ``pop_finished()``: ``(scenario, final_state)`` pairs that ``revolution scenario`` replays        |
 
-Every game is held by one :class:`revolution_env.engine.batched.BatchedGame`. Opponents: ``"random"`` is played in batch
-(a uniform legal action drawn from the masks of all games at once). Any agent with ``act_batch(observations, masks,
+Every game is held by one :class:`revolution_env.engine.batched.BatchedGame`. Opponents: ``"random"`` is played by the
+engine's compiled random play (``BatchedGame.random_bids`` and ``play_random``: each token to a uniform legal target,
+each other decision uniform over its options), each game drawing from its own generator seeded from the game's seed.
+Any agent with ``act_batch(observations, masks,
 decisions) -> actions`` is called once per step for all the games it plays in: a policy checkpoint in one forward
 pass (``PolicyAgent.act_batch``), a heuristic bot through its compiled code
 (``revolution_env.agents.compiled``: the same decisions as its ``act`` on each row in turn, about 0.2 ms a bid).
@@ -110,6 +112,8 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         self._early = np.zeros((n, P, len(self.codec.nvec)), dtype=np.int64)
         self._has_early = np.zeros(n, dtype=bool)
         self._pending: list[tuple[np.ndarray, np.ndarray, Future]] = []
+        # the random opponents' generators, one per game, seeded from the game's seed (kernels.random_states)
+        self._random_states = np.zeros(n, dtype=np.int64)
 
     # --- opponents ---------------------------------------------------------------------------------------------
 
@@ -142,7 +146,9 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         k = len(games)
         if k == 0:
             return
-        self.game.reset(games, rng.integers(2**63 - 1, size=k))
+        seeds = rng.integers(2**63 - 1, size=k)
+        self.game.reset(games, seeds)
+        self._random_states[games] = K.random_states(seeds)
         self.mode.clear(games)
         self._has_early[games] = False
         if self.fixed_seat is None:
@@ -244,7 +250,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
             rows, seats = np.nonzero(opp == index)
             g = games[rows]
             counts = (
-                self._random_bids(self.game.tokens[g, seats])
+                self.game.random_bids(g, seats, self._random_states)
                 if self._table[index].batched
                 else self.view.bid_counts(self._early[g, seats], self.game.tokens[g, seats])
             )
@@ -265,7 +271,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         opp = self.opponent_of[waiting]
         for index in np.unique(opp[opp >= 0]).tolist():
             opponent = self._table[index]
-            if opponent.batched:  # random: drawn from the env's generator when the bids are in
+            if opponent.batched:  # random: drawn from its game's generator when the bids are in
                 continue
             rows, seats = np.nonzero(opp == index)
             g = waiting[rows]
@@ -306,47 +312,33 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         return future
 
     def _play_opponents(self) -> None:
-        """Opponents' non-bid decisions (Guy, Spy, Apothecary) until every game waits for the learner or is over."""
+        """Opponents' non-bid decisions (Guy, Spy, Apothecary, Remove) until every game waits for the learner or is
+        over: the random opponents' in compiled loops (``BatchedGame.play_random``, game by game until another seat
+        decides), the agents' in one batch per agent and pass."""
         game = self.game
+        random_seat = self.opponent_of == 0
+        everyone = np.arange(self.num_envs)
         while True:
             kind = game.meta[:, K.KIND]
-            waiting = np.flatnonzero((kind >= K.K_GUY) & (game.meta[:, K.DSEAT] != self.seat))
+            waiting = everyone[(kind >= K.K_GUY) & (game.meta[:, K.DSEAT] != self.seat)]
             if len(waiting) == 0:
                 return
             seats = game.meta[waiting, K.DSEAT]
+            which = self.opponent_of[waiting, seats]
+            if (which == 0).any():
+                game.play_random(waiting[which == 0], random_seat, self._random_states)
+                if (which == 0).all():
+                    continue
+                waiting, seats, which = waiting[which != 0], seats[which != 0], which[which != 0]
             kinds = kind[waiting]
             values = np.zeros(len(waiting), dtype=np.int64)
-            which = self.opponent_of[waiting, seats]
             jobs = []
             for index in np.unique(which).tolist():
                 rows = np.flatnonzero(which == index)
-                opponent = self._table[index]
-                g, s, k = waiting[rows], seats[rows], kinds[rows]
-                if opponent.batched:
-                    allowed = self.view.choice_masks(game, g, s, k)
-                    score = self.np_random.random((len(g), self.codec.C)) + allowed
-                    values[rows] = self.view.engine_choices(score.argmax(1), s, k)
-                else:
-                    jobs.append((opponent, g, s, k, rows))
+                jobs.append((self._table[index], waiting[rows], seats[rows], kinds[rows], rows))
             for (_, _, s, k, rows), actions in zip(jobs, self._agents_act(jobs)):
                 values[rows] = self.view.engine_choices(actions[:, 0], s, k)
             game.choose(waiting, values)
-
-    def _random_bids(self, held: np.ndarray) -> np.ndarray:
-        """Uniform random legal bids (each token to a uniformly drawn legal target) for tokens ``held`` (m, 3)."""
-        L, T = self.layout, self.codec.T
-        m = len(held)
-        out = np.zeros((m, T, 3), dtype=np.int64)
-        for t in range(3):
-            top = int(held[:, t].max()) if m else 0
-            if top == 0:
-                continue
-            targets = L.legal_targets[t]
-            draw = targets[self.np_random.integers(len(targets), size=(m, top))]
-            valid = np.arange(top)[None, :] < held[:, t : t + 1]
-            flat = np.arange(m)[:, None] * T + draw
-            out[:, :, t] = np.bincount(flat[valid], minlength=m * T).reshape(m, T)
-        return out
 
     def _agent_actions(
         self, opponent: _Opponent, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray

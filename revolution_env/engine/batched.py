@@ -146,6 +146,12 @@ class BatchedGame:
         self._hist_apothecary = np.full((n, HISTORY_START, 2), -2, dtype=np.int16)
         self._hist_guy = np.full((n, HISTORY_START, MAX_GUY_CHOICES), -2, dtype=np.int16)
         self._hist_remove = np.full((n, HISTORY_START, max(_card_draws(L), 1)), -2, dtype=np.int16)
+        legal_targets = L.legal_targets
+        width = max(len(t) for t in legal_targets)
+        self._random_targets = (
+            np.array([np.resize(t, width) for t in legal_targets], dtype=np.int64),
+            np.array([len(t) for t in legal_targets], dtype=np.int64),
+        )
         self._start_tokens = np.tile(np.array(L.components.token_start, dtype=np.int64), (S, 1))
         self.reset(np.arange(n), seeds)
 
@@ -325,6 +331,35 @@ class BatchedGame:
         decline = np.zeros(len(g), dtype=np.bool_)
         K.options_many(g, self._st, self._tb, cubes, guy, decline)
         return cubes, guy, decline
+
+    # --- random play (the vector envs' ``random`` opponents) -------------------------------------------------------
+
+    def random_bids(self, games: np.ndarray, seats: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """(n, T, 3) token counts: seat ``seats[i]`` of game ``games[i]`` bids each token it holds on a uniform legal
+        target of its type (``engine.random_play``'s rule), drawn from the games' generators ``states``
+        (``kernels.random_states``, one per game of the batch, advanced in place)."""
+        g, s = (np.ascontiguousarray(a, dtype=np.int64) for a in (games, seats))
+        out = np.zeros((len(g), self.layout.n_targets, 3), dtype=np.int64)
+        targets, counts = self._random_targets
+        K.random_bids_many(g, s, self.tokens, targets, counts, states, out)
+        return out
+
+    def play_random(self, games: np.ndarray, random_seat: np.ndarray, states: np.ndarray) -> None:
+        """Uniform random choices (``engine.random_play``'s rule) in ``games`` for as long as each waits for a non-bid
+        decision of a seat with ``random_seat[game, seat]`` (N, S) true; drawn from the games' generators
+        ``states``, recorded for export like :meth:`choose`'s."""
+        g = np.ascontiguousarray(games, dtype=np.int64)
+        first_edition = self.layout.card_space >= 0
+        while len(g):
+            bad = K.play_random_many(g, random_seat, self._st, self._tb, states, self._hist_spy,
+                                   self._hist_apothecary, self._hist_guy, self._hist_remove, first_edition)  # fmt: skip
+            if bad >= 0:  # never expected: the draw is over the engine's own options
+                raise RuntimeError(f"game {int(g[bad])}: a random choice was refused by the engine")
+            if not first_edition:
+                return
+            self._draw_ahead(g)  # one choice per game per call: the deck is refilled between choices
+            kind, seat = self.meta[g, KIND], self.meta[g, DSEAT]
+            g = g[(kind >= K.K_GUY) & random_seat[g, seat]]
 
     # --- history and export ------------------------------------------------------------------------------------
 

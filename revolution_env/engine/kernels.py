@@ -159,7 +159,7 @@ def guy_options(g, tokens, bids, cfg, legal, ok, beat):
                         break
             ok[c, p, 0] = has and open_ and can_copy
             ok[c, p, 1] = has and open_ and found
-            n += ok[c, p, 0] + ok[c, p, 1]
+            n += int(ok[c, p, 0]) + int(ok[c, p, 1])  # ints: NumPy adds two bools as a logical or
     return n
 
 
@@ -608,3 +608,104 @@ def options_many(games, st, tb, cube_out, guy_out, decline_out):
             guy_options(g, tokens, bids, cfg, legal, guy_out[i], beat)
         elif kind >= K_SPY:
             cube_targets(g, kind, cubes, supply, meta, cfg, spaces, cube_out[i])
+
+
+# --- random play over many games -------------------------------------------------------------------------------
+#
+# ``engine.random_play``'s rule of thumb for the games of a BatchedGame (its ``random_bids`` and ``play_random``): the
+# vector envs' ``random`` opponents (``arena.vector``). Each game draws from its own small generator (``state``, one
+# int64 per game: xorshift32 in integers that never overflow, so that plain Python runs it too), seeded from the
+# game's seed (:func:`random_states`): the same seed gives the same opponents' play, whatever the other games do.
+
+_MASK32 = 0xFFFFFFFF
+
+
+def random_states(seeds: np.ndarray) -> np.ndarray:
+    """One generator state per game (int64 in 1..2**32-1) from the games' seeds (non-negative integers): the high
+    half of SplitMix64's output, so that neighbouring seeds give unrelated states."""
+    z = np.asarray(seeds, dtype=np.int64).astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)  # arrays wrap silently
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    s = ((z ^ (z >> np.uint64(31))) >> np.uint64(32)).astype(np.int64)
+    return np.where(s == 0, 0x6D2B79F5, s)
+
+
+@jit(inline=True)
+def _below(state, g, m):
+    """A uniform integer in 0..m-1 from game ``g``'s generator (xorshift32), which it advances."""
+    x = state[g]
+    x ^= (x << 13) & _MASK32
+    x ^= x >> 17
+    x ^= (x << 5) & _MASK32
+    state[g] = x
+    return (x * m) >> 32
+
+
+@jit
+def random_bids_many(games, seats, tokens, targets, n_targets, state, out):
+    """Random bids: each token that seat ``seats[i]`` of game ``games[i]`` holds to a uniform legal target of its
+    type, counted into the zeroed ``out[i]`` (T, 3). ``targets[t, :n_targets[t]]``: type ``t``'s legal targets."""
+    for i in range(len(games)):
+        g, s = games[i], seats[i]
+        for t in range(3):
+            for _ in range(tokens[g, s, t]):
+                out[i, targets[t, _below(state, g, n_targets[t])], t] += 1
+
+
+@jit
+def play_random_many(games, random_seat, st, tb, state, hist_spy, hist_apothecary, hist_guy, hist_remove, once):
+    """Random choices: while game ``games[i]`` waits for a non-bid decision (Guy, Spy, Apothecary, Remove) of a seat
+    with ``random_seat[g, seat]``, a uniform draw over its legal options, declining counted as one more where it is
+    allowed (the order of ``random_play.random_choice``), made, recorded for export and followed by the rules;
+    ``once``: at most one choice per game (the first edition, whose deck the caller refills between choices).
+    Returns the index of a game whose drawn choice the engine refused (never expected), or -1."""
+    st, tb = borrowed(st), borrowed(tb)
+    tokens, cubes, supply, bids, meta = st[0], st[3], st[4], st[5], st[11]
+    cfg, legal, spaces = tb[0], tb[1], tb[6]
+    S, A, C = cfg[C_SEATS], cfg[C_AREAS], cfg[C_CHARS]
+    work = scratch(cfg)
+    cube, guy, beat = work
+    for i in range(len(games)):
+        g = games[i]
+        while meta[g, KIND] >= K_GUY and random_seat[g, meta[g, DSEAT]]:
+            kind = meta[g, KIND]
+            if kind == K_GUY:
+                n = guy_options(g, tokens, bids, cfg, legal, guy, beat)
+            else:
+                n = cube_targets(g, kind, cubes, supply, meta, cfg, spaces, cube)
+            k = _below(state, g, n + can_decline(g, meta))
+            value = -1
+            if k < n:  # the k-th option, in the order of np.argwhere
+                if kind == K_GUY:
+                    for x in range(C * 4):
+                        if guy[x // 4, (x // 2) % 2, x % 2]:
+                            if k == 0:
+                                value = x
+                                break
+                            k -= 1
+                else:
+                    for x in range(A * S):
+                        if cube[x // S, x % S]:
+                            if k == 0:
+                                value = x
+                                break
+                            k -= 1
+            r = meta[g, ROUND] - 1
+            if not choose(g, value, st, tb, work):
+                return i
+            if kind == K_SPY:
+                hist_spy[g, r] = value
+            elif kind == K_APO1:
+                hist_apothecary[g, r, 0] = value
+            elif kind == K_APO2:
+                hist_apothecary[g, r, 1] = value
+            else:  # Guy's placements and Remove cards: a list per round
+                hist = hist_guy if kind == K_GUY else hist_remove
+                j = 0
+                while hist[g, r, j] != -2:
+                    j += 1
+                hist[g, r, j] = value
+            advance(g, st, tb, work)
+            if once:
+                break
+    return -1

@@ -1,6 +1,9 @@
 """Uniformly random legal play on the engine: each token to a uniform legal target, each other decision
 uniform over its legal options (declining included where allowed). Used by the main job, the benchmarks and
-the property tests; it plays by the same rule of thumb as sampling the environment's action mask."""
+the property tests; it plays by the same rule of thumb as sampling the environment's action mask.
+
+The same rule over the games of a ``BatchedGame`` (``BatchedGame.random_bids`` and ``play_random``, compiled loops in
+``kernels``, each game drawing from its own generator) plays the vector envs' ``random`` opponents."""
 
 from __future__ import annotations
 

@@ -114,12 +114,10 @@ class BatchedView:
 
     def bid_counts(self, actions: np.ndarray, held: np.ndarray) -> np.ndarray:
         """(n, T, 3) token counts per target from bid actions (n, D) and the tokens held (n, 3)."""
-        c = self.codec
-        n = len(actions)
-        tokens = actions[:, 1:]
-        valid = self.dim_j[None, :] < held[:, self.dim_type]
-        flat = (np.arange(n)[:, None] * c.T + tokens) * 3 + self.dim_type[None, :]
-        return np.bincount(flat[valid], minlength=n * c.T * 3).reshape(n, c.T, 3)
+        actions, held = _indices(actions, held)
+        out = np.zeros((len(actions), self.codec.T, 3), dtype=np.int64)
+        bid_counts_many(actions, held, self.dim_type, self.dim_j, out)
+        return out
 
     def engine_choices(self, values: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """The engine's choice values (-1 declines; absolute seats) from dimension 0 of the actions."""
@@ -273,3 +271,17 @@ def legal_many(actions, masks, nvec, offsets, ok):
                 good = False
                 break
         ok[i] = good
+
+
+@jit
+def bid_counts_many(actions, held, dim_type, dim_j, out):
+    """Each bid action's tokens counted per target and type into the zeroed ``out`` (n, T, 3): token dimension ``d``
+    (action column ``d + 1``) is the ``dim_j[d]``-th token of type ``dim_type[d]``, placed where the row holds it."""
+    for i in range(actions.shape[0]):
+        for d in range(len(dim_type)):
+            t = dim_type[d]
+            if dim_j[d] < held[i, t]:
+                target = actions[i, d + 1]
+                if target < 0 or target >= out.shape[1]:  # never expected: the actions are checked first
+                    raise IndexError("bid_counts: a token's target is out of range")
+                out[i, target, t] += 1
