@@ -1,15 +1,19 @@
 """``common.jit.borrowed``: compiled code reads and writes through a borrowed view exactly as through the array,
 and the arrays' references are as they were after any number of calls (a view that dropped a reference it never
-took would free the caller's array)."""
+took would free the caller's array). ``common.jit.in_parts``: compiled loops over rows side by side in threads, with
+the same results as one call."""
 
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 import pytest
 
-from revolution_env.common.jit import COMPILED, borrowed, jit
+import revolution_env
+from revolution_env.common.jit import COMPILED, PARALLEL_ROWS, borrowed, in_parts, jit
+from revolution_env.common.workers import thread_pool
 
 
 @jit
@@ -73,3 +77,82 @@ def test_only_arrays_and_tuples_are_borrowed():
 
     with pytest.raises(Exception, match="borrowed"):
         scalar(3)
+
+
+def test_in_parts_splits_the_rows_over_the_threads_and_only_where_it_pays(monkeypatch) -> None:
+    """One part per thread (the first in the caller's thread), consecutive and covering every row; one call where
+    the parts would be under ``PARALLEL_ROWS``, where ``REVOLUTION_THREADS`` is 1, inside the pool's own threads
+    (which would wait on the pool they occupy) and without Numba."""
+
+    def parts(n: int) -> list[tuple[int, int, bool]]:
+        return in_parts(n, lambda lo, hi: (lo, hi, threading.current_thread() is threading.main_thread()))
+
+    monkeypatch.setenv("REVOLUTION_THREADS", "3")
+    n = 3 * PARALLEL_ROWS + 5
+    if COMPILED:
+        assert parts(n) == [(0, n // 3, True), (n // 3, 2 * n // 3, False), (2 * n // 3, n, False)]
+        assert parts(2 * PARALLEL_ROWS) == [(0, PARALLEL_ROWS, True), (PARALLEL_ROWS, 2 * PARALLEL_ROWS, False)]
+    assert parts(2 * PARALLEL_ROWS - 1) == [(0, 2 * PARALLEL_ROWS - 1, True)]
+    assert thread_pool().submit(lambda: in_parts(n, lambda lo, hi: (lo, hi))).result() == [(0, n)]
+    monkeypatch.setenv("REVOLUTION_THREADS", "1")
+    assert parts(n) == [(0, n, True)]
+
+
+def test_in_parts_raises_a_part_s_error_after_every_part_has_finished(monkeypatch) -> None:
+    monkeypatch.setenv("REVOLUTION_THREADS", "2")
+    if not COMPILED:
+        pytest.skip("without Numba in_parts makes one call")
+    finished = []
+
+    def part(lo: int, hi: int) -> None:
+        if lo == 0:
+            raise ValueError("first part")
+        threading.Event().wait(0.2)
+        finished.append(lo)
+
+    with pytest.raises(ValueError, match="first part"):
+        in_parts(2 * PARALLEL_ROWS, part)
+    assert finished == [PARALLEL_ROWS]
+
+
+@pytest.mark.parametrize("opponents", ["random", ["area", "random"]])
+def test_the_vector_env_steps_the_same_games_in_parts_as_in_one_call(monkeypatch, opponents) -> None:
+    """The batched engine's steps, observations and masks split over two threads (``in_parts``) give the games of
+    one thread, step for step."""
+    runs = []
+    for threads in ("2", "1"):
+        monkeypatch.setenv("REVOLUTION_THREADS", threads)
+        env = revolution_env.vector_env(2 * PARALLEL_ROWS + 3, players=3, opponents=opponents, keep_finished=0)
+        obs, _ = env.reset(seed=7)
+        rng = np.random.default_rng(0)
+        trace = [obs]
+        for _ in range(25):
+            masks = env.action_masks()
+            offsets = np.concatenate([[0], np.cumsum(env.codec.nvec)])
+            actions = np.stack(
+                [(rng.random((env.num_envs, b - a)) + masks[:, a:b]).argmax(1) for a, b in zip(offsets, offsets[1:])],
+                axis=1,
+            )
+            obs, rewards, terminated, truncated, _ = env.step(actions)
+            trace += [obs, rewards, terminated, truncated, env.action_masks().copy()]
+        runs.append(trace)
+        env.close()
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_forked_child_starts_threads_of_its_own() -> None:
+    """A process forked after the pool started holds none of its threads: it gets a pool of its own, not one whose
+    tasks would wait for ever."""
+    import os
+
+    assert thread_pool().submit(lambda: 1).result() == 1
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            ok = thread_pool().submit(lambda: 7).result(timeout=20) == 7
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -392,11 +392,11 @@ def test_opponents_asked_in_threads_play_the_same_games(monkeypatch, action_mode
     (vector._decide_bids_early); each draws from its own generator and decides a round's bids when the round
     begins, so the games are those of one agent after the other on one thread (in the token mode too, where the
     learner's bids end at different steps), and a reset in the middle of a round drops the bids decided early."""
-    from revolution_env.arena import vector
+    from revolution_env.common import workers
 
     def run(threads: int) -> list:
-        monkeypatch.setattr(vector, "_threads", lambda: threads)
-        monkeypatch.setattr(vector, "_POOL", [])
+        monkeypatch.setenv("REVOLUTION_THREADS", str(threads))
+        monkeypatch.setattr(workers, "_POOL", {})  # a pool of that many threads
         env = revolution_env.vector_env(6, players=4, opponents=["value", "bargain", "area"], action_mode=action_mode)
         env.reset(seed=3)
         rng = np.random.default_rng(0)
@@ -460,10 +460,10 @@ class _BreaksTheMask:
 def test_an_opponent_that_breaks_the_mask_fails_the_step_that_needs_its_bid(monkeypatch, threads: int) -> None:
     """Opponents' bids are decided when the round begins (in threads, or at once on one core); an opponent whose
     bid breaks the mask fails the step that needs the bid, named, whatever the threads, and never ``reset``."""
-    from revolution_env.arena import vector
+    from revolution_env.common import workers
 
-    monkeypatch.setattr(vector, "_threads", lambda: threads)
-    monkeypatch.setattr(vector, "_POOL", [])
+    monkeypatch.setenv("REVOLUTION_THREADS", str(threads))
+    monkeypatch.setattr(workers, "_POOL", {})  # a pool of that many threads
     dims = len(revolution_env.vector_env(1, players=3, opponents="random").codec.nvec)
     env = revolution_env.vector_env(3, players=3, opponents=_BreaksTheMask(dims))
     env.reset(seed=0)  # the first round's bids are decided here: no error yet

@@ -29,7 +29,7 @@ like Spy and Apothecary). Not supported: rendering.
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -37,22 +37,14 @@ import numpy as np
 from revolution_env.agents.base import act_batch
 from revolution_env.arena.opponents import Opponents
 from revolution_env.arena.vector_base import KEEP_FINISHED, BatchedVectorEnv
-from revolution_env.common.workers import opponent_threads
+from revolution_env.common.workers import opponent_threads, thread_pool
 from revolution_env.engine import kernels as K
 from revolution_env.engine.game import Decision
-
-_POOL: list[ThreadPoolExecutor] = []
 
 
 def _threads() -> int:
     """Threads for opponents' decisions (``common.workers.opponent_threads``)."""
     return opponent_threads()
-
-
-def _pool() -> ThreadPoolExecutor:
-    if not _POOL:
-        _POOL.append(ThreadPoolExecutor(max_workers=_threads(), thread_name_prefix="opponents"))
-    return _POOL[0]
 
 
 # --- opponents -------------------------------------------------------------------------------------------------
@@ -303,7 +295,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         cores or more are usable, since each agent decides from its own state alone (the compiled bots and NumPy
         release the GIL); else decided now. The result, or the agent's error, is the future's."""
         if _threads() >= 2:
-            return _pool().submit(self._agent_actions, *job[:4])
+            return thread_pool().submit(self._agent_actions, *job[:4])
         future: Future = Future()
         try:
             future.set_result(self._agent_actions(*job[:4]))

@@ -25,6 +25,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import wait
 from typing import Any, TypeVar
 
@@ -183,8 +184,34 @@ def check_thread_settings() -> None:
 
 
 def opponent_threads() -> int:
-    """Threads for opponents' decisions: ``REVOLUTION_THREADS``, else the cores this process may use."""
+    """Threads for work that releases the GIL (the vector env's opponents' decisions, the batched engine's loops
+    over many games): ``REVOLUTION_THREADS``, else the cores this process may use."""
     return thread_setting(OPPONENT_THREADS) or usable_cores()
+
+
+_POOL: dict[int, ThreadPoolExecutor] = {}  # by process id: a forked child has none of its parent's threads
+_POOL_THREAD = threading.local()
+
+
+def _in_pool_thread() -> None:
+    _POOL_THREAD.member = True
+
+
+def thread_pool() -> ThreadPoolExecutor:
+    """The process's threads for work that releases the GIL (:func:`opponent_threads` of them, started on first
+    use): the vector env's opponents and the batched engine's loops (``common.jit.in_parts``)."""
+    pid = os.getpid()
+    if pid not in _POOL:
+        _POOL.clear()
+        _POOL[pid] = ThreadPoolExecutor(
+            opponent_threads(), thread_name_prefix="revolution", initializer=_in_pool_thread
+        )
+    return _POOL[pid]
+
+
+def in_thread_pool() -> bool:
+    """Whether the calling thread is one of :func:`thread_pool`'s (which must not wait on the pool it occupies)."""
+    return getattr(_POOL_THREAD, "member", False)
 
 
 def worker_threads(processes: int) -> dict[str, str]:

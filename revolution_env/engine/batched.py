@@ -14,10 +14,12 @@ ahead into ``deck`` so that the compiled loops draw without calling back; the sa
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
+from revolution_env.common.jit import in_parts
 from revolution_env.engine import kernels as K
 from revolution_env.engine.components import TOKEN_TYPES
 from revolution_env.engine.game import DECK_STREAM, Decision, IllegalAction, Layout, Phase, clean_bids, seed_stream
@@ -294,7 +296,13 @@ class BatchedGame:
                         f"game {int(g[i])}: priority: the rule (D9) gives seat {ruled[i]}, not {given[i]}"
                     )
             coin = self.rng.integers(2, size=len(g))  # D9's coin flip, where the rule comes to it
-        K.submit_many(g, bids, given, coin, self._st, self._tb, self._hist_bids, self._hist_priority)
+        st, tb, hist = self._st, self._tb, (self._hist_bids, self._hist_priority)
+        if priority is None:  # games in parts side by side (none can fail: no priority is given)
+            in_parts(
+                len(g), lambda lo, hi: K.submit_many(g[lo:hi], bids[lo:hi], given[lo:hi], coin[lo:hi], st, tb, *hist)
+            )
+        else:  # in one call, which stops at a game whose given priority the rule contradicts (checked above)
+            K.submit_many(g, bids, given, coin, st, tb, *hist)
         if self.layout.card_space >= 0:
             self._draw_ahead(g)
 
@@ -310,7 +318,8 @@ class BatchedGame:
         deciders = self.meta[g, DSEAT].copy()
         rounds = self.meta[g, ROUND].copy()
         ok = np.zeros(len(g), dtype=np.bool_)
-        K.choose_many(g, values, self._st, self._tb, ok)
+        st, tb = self._st, self._tb
+        in_parts(len(g), lambda lo, hi: K.choose_many(g[lo:hi], values[lo:hi], st, tb, ok[lo:hi]))
         if self.layout.card_space >= 0:
             self._draw_ahead(g)
         self._record(g[ok], rounds[ok] - 1, kinds[ok], values[ok])
@@ -350,11 +359,16 @@ class BatchedGame:
         ``states``, recorded for export like :meth:`choose`'s."""
         g = np.ascontiguousarray(games, dtype=np.int64)
         first_edition = self.layout.card_space >= 0
+        hist = (self._hist_spy, self._hist_apothecary, self._hist_guy, self._hist_remove)
+
+        def part(games: np.ndarray, lo: int, hi: int) -> int:
+            bad = K.play_random_many(games[lo:hi], random_seat, self._st, self._tb, states, *hist, first_edition)
+            return lo + bad if bad >= 0 else -1
+
         while len(g):
-            bad = K.play_random_many(g, random_seat, self._st, self._tb, states, self._hist_spy,
-                                   self._hist_apothecary, self._hist_guy, self._hist_remove, first_edition)  # fmt: skip
-            if bad >= 0:  # never expected: the draw is over the engine's own options
-                raise RuntimeError(f"game {int(g[bad])}: a random choice was refused by the engine")
+            refused = [i for i in in_parts(len(g), functools.partial(part, g)) if i >= 0]
+            if refused:  # never expected: the draw is over the engine's own options
+                raise RuntimeError(f"game {int(g[refused[0]])}: a random choice was refused by the engine")
             if not first_edition:
                 return
             self._draw_ahead(g)  # one choice per game per call: the deck is refilled between choices

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from revolution_env.common.jit import borrowed, read_only
+from revolution_env.common.jit import borrowed, in_parts, read_only
 from revolution_env.engine import kernels as K
 from revolution_env.engine.batched import BatchedGame
 from revolution_env.engine.kernels import (
@@ -72,18 +72,8 @@ class BatchedView:
         """(n, size) float32: ``ObservationLayout.build(game_i, seat_i, kind_i)`` for every pair."""
         g, seats, kinds = _indices(games, seats, kinds)
         out = np.zeros((len(g), self.ol.size), dtype=np.float32)
-        observe_many(
-            g,
-            seats,
-            kinds,
-            game._st,
-            game._tb,
-            self.perm,
-            self.inv,
-            self.starts,
-            self.card_type,
-            out,
-        )
+        st, tb, tables = game._st, game._tb, (self.perm, self.inv, self.starts, self.card_type)
+        in_parts(len(g), lambda lo, hi: observe_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, *tables, out[lo:hi]))
         return out
 
     # --- masks -------------------------------------------------------------------------------------------------
@@ -92,7 +82,8 @@ class BatchedView:
         """(n, sum(nvec)) bool: ``Codec.mask(game_i, seat_i, kind_i)`` for every pair."""
         g, seats, kinds = _indices(games, seats, kinds)
         m = np.zeros((len(g), self.codec.size), dtype=bool)
-        masks_many(g, seats, kinds, game._st, game._tb, self.perm, self.codes, m)
+        st, tb, perm, codes = game._st, game._tb, self.perm, self.codes
+        in_parts(len(g), lambda lo, hi: masks_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, perm, codes, m[lo:hi]))
         return m
 
     def choice_masks(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
