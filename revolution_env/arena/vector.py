@@ -14,9 +14,8 @@
 Every game is held by one :class:`revolution_env.engine.batched.BatchedGame`. Opponents: ``"random"`` is played by the
 engine's compiled random play (``BatchedGame.random_bids`` and ``play_random``: each token to a uniform legal target,
 each other decision uniform over its options), each game drawing from its own generator seeded from the game's seed.
-Any agent with ``act_batch(observations, masks,
-decisions) -> actions`` is called once per step for all the games it plays in: a policy checkpoint in one forward
-pass (``PolicyAgent.act_batch``), a heuristic bot through its compiled code
+Any agent with ``act_batch(observations, masks, decisions) -> actions`` is called once per step for all the games it
+plays in: a policy checkpoint in one forward pass (``PolicyAgent.act_batch``), a heuristic bot through its compiled code
 (``revolution_env.agents.compiled``: the same decisions as its ``act`` on each row in turn, about 0.2 ms a bid).
 Other agents are called per game through their scalar ``act(observation, info)`` on observations built in batch.
 An agent's bids of a round are decided when the round begins, in the opponents' threads while the learner decides

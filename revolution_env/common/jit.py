@@ -105,10 +105,10 @@ def in_parts(n: int, call: Callable[[int, int], R], minimum: int | None = None) 
     """``call(lo, hi)`` over consecutive parts of the rows ``range(n)``, side by side: one part for each of
     ``opponent_threads()`` threads (the first in the calling thread, the others in ``workers.thread_pool``), each of
     at least ``minimum`` rows (default ``PARALLEL_ROWS``), where Numba compiles and the caller is not a thread of
-    that pool (which must not wait on the pool it occupies); else ``call(0, n)`` alone. For compiled loops that release the GIL (every ``jit``
-    function does: ``nogil``) and write only their rows, so that the parts give what one call over every row gives
-    (the batched engine's steps and observations: a 4,096-game step 11% faster on two cores). Returns each part's
-    result, in order; a part's error is raised once every part has finished."""
+    that pool (which must not wait on the pool it occupies); else ``call(0, n)`` alone. For compiled loops that
+    release the GIL (every ``jit`` function does: ``nogil``) and write only their rows, so that the parts give what
+    one call over every row gives (the batched engine's steps and observations: a 4,096-game step 11% faster on two
+    cores). Returns each part's result, in order; a part's error is raised once every part has finished."""
     minimum = PARALLEL_ROWS if minimum is None else minimum
     parts = min(opponent_threads(), n // max(1, minimum)) if COMPILED and not in_thread_pool() else 1
     if parts < 2:

@@ -355,7 +355,7 @@ class BatchedGame:
 
     def play_random(self, games: np.ndarray, random_seat: np.ndarray, states: np.ndarray) -> None:
         """Uniform random choices (``engine.random_play``'s rule) in ``games`` for as long as each waits for a non-bid
-        decision of a seat with ``random_seat[game, seat]`` (N, S) true; drawn from the games' generators
+        decision of a seat with ``random_seat[game, seat]`` (N, players) true; drawn from the games' generators
         ``states``, recorded for export like :meth:`choose`'s."""
         g = np.ascontiguousarray(games, dtype=np.int64)
         first_edition = self.layout.card_space >= 0
