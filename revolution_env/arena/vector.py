@@ -40,12 +40,6 @@ from revolution_env.common.workers import opponent_threads, thread_pool
 from revolution_env.engine import kernels as K
 from revolution_env.engine.game import Decision
 
-
-def _threads() -> int:
-    """Threads for opponents' decisions (``common.workers.opponent_threads``)."""
-    return opponent_threads()
-
-
 # --- opponents -------------------------------------------------------------------------------------------------
 
 
@@ -83,7 +77,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
     ) -> None:
         options = dict(options, players=players)
         super().__init__(num_envs, "num_envs", options, mask_in_obs, keep_finished)
-        _threads()  # a REVOLUTION_THREADS that is no number of threads fails here, named
+        opponent_threads()  # a REVOLUTION_THREADS that is no number of threads fails here, named
         n, P = self.num_envs, self.players
         if seat is not None and (
             isinstance(seat, bool) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < P
@@ -293,7 +287,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         """An agent's actions for its games (``_agent_actions(*job[:4])``): in the opponents' threads where two
         cores or more are usable, since each agent decides from its own state alone (the compiled bots and NumPy
         release the GIL); else decided now. The result, or the agent's error, is the future's."""
-        if _threads() >= 2:
+        if opponent_threads() >= 2:
             return thread_pool().submit(self._agent_actions, *job[:4])
         future: Future = Future()
         try:
