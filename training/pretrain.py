@@ -15,7 +15,9 @@ Collection plays ``n_envs`` games at once on the batched engine (``revolution_en
 the teacher decides for all of them in one call), or, on the ``subprocess`` backend, in
 ``n_envs`` processes each playing its own games, seeded by ``SeedSequence([seed, process])``. Either way it is
 reproducible from the seed and ``n_envs``: each of the ``n_envs`` games in flight records whole games until it
-holds its share of ``steps``.
+holds its share of ``steps``. With ``pretrain_selfplay`` the teacher plays every seat of ``n_envs`` games against
+itself (``revolution_env.selfplay_vector_env``) and every seat's decisions are recorded, whole games until there are
+``steps`` of them: a recording of the same size costs about half the time, since no opponent decides for nothing.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from tqdm import tqdm
 from revolution_env import Decision
 from revolution_env.agents.base import act_batch
 from revolution_env.agents.loading import load_agent
-from revolution_env.common.workers import worker_pool
+from revolution_env.common.workers import in_thread_pool, opponent_threads, thread_pool, worker_pool
 
 
 @dataclass
@@ -102,6 +104,8 @@ def collect(config: TrainConfig, steps: int, seed: int, progress: bool | None = 
         raise ValueError(f"pretrain_teacher: {exc}") from None
     workers = max(1, min(config.n_envs, steps))
     shares = [steps // workers + (i < steps % workers) for i in range(workers)]
+    if config.backend() == "vector" and config.pretrain_selfplay:
+        return _collect_selfplay(config, teacher, steps, seed, progress)
     if config.backend() == "vector":
         return _collect_batched(config, teacher, shares, seed, progress)
     jobs = [(config, share, (seed, i)) for i, share in enumerate(shares)]
@@ -183,6 +187,89 @@ def _record(
         np.repeat(np.arange(len(done), dtype=np.int64), [len(g) for g in done]),
         len(done),
     )
+
+
+def _collect_selfplay(
+    config: TrainConfig, teacher: Any, steps: int, seed: int, progress: bool | None
+) -> Demonstrations:
+    """The teacher in every seat of ``n_envs`` games against itself; every seat's decisions recorded, whole games,
+    until there are at least ``steps`` of them (the games still in flight then are dropped)."""
+    from revolution_env import selfplay_vector_env
+
+    games = max(1, min(config.n_envs, steps))
+    env = selfplay_vector_env(games, keep_finished=0, **config.env_options())
+    try:
+        return _record_selfplay(config, teacher, steps, seed, env, progress)
+    finally:
+        env.close()
+
+
+def _record_selfplay(
+    config: TrainConfig, teacher: Any, steps: int, seed: int, env: Any, progress: bool | None
+) -> Demonstrations:
+    """:func:`_collect_selfplay`'s recording in ``env``: each row (a seat of a game) holds the decisions of its game
+    in flight; a game's rows go to the record together when it ends, each seat's reward on its last decision."""
+    rows, players = env.num_envs, env.players
+    seeds = np.random.default_rng(np.random.SeedSequence([seed, env.num_games, players]))
+    obs, info = env.reset(seed=int(seeds.integers(2**31)))
+    # the deciding rows in halves, each decided by a copy of the teacher with its own generator, side by side where
+    # two threads are free (a compiled bot releases the GIL): the same recording on any machine
+    teachers = [teacher, load_agent(str(config.pretrain_teacher), **config.env_options())]
+    for copy in teachers:
+        copy.reset(int(seeds.integers(2**31)))
+    side_by_side = opponent_threads() > 1 and not in_thread_pool()
+    scale = env.obs_layout.scale
+    width = len(env.codec.nvec)
+    current: list[list[list]] = [[] for _ in range(rows)]  # per row: [obs, mask, action, decision, reward]
+    done: list[list[list]] = []  # each seat's decisions of a finished game
+    game_of: list[int] = []  # the finished game each of ``done`` belongs to
+    returns: list[float] = []
+    held = finished = 0
+    shown = Progress(steps, f"recording {config.pretrain_teacher}", progress)
+    while held < steps:
+        masks = env.action_masks()
+        kinds = np.asarray(info["decision"])
+        acting = np.flatnonzero(kinds != Decision.NONE)
+        actions = np.zeros((rows, width), dtype=np.int64)  # a row with nothing to decide: its no-op
+        first, second = np.array_split(acting, 2)
+        later = None
+        if side_by_side and len(second):
+            later = thread_pool().submit(_decide, teachers[1], obs, masks, kinds, second)
+        if len(first):
+            actions[first] = _decide(teachers[0], obs, masks, kinds, first)
+        if len(second):
+            actions[second] = later.result() if later is not None else _decide(teachers[1], obs, masks, kinds, second)
+        scaled = obs[acting] / scale
+        for j, r in enumerate(acting.tolist()):
+            current[r].append([scaled[j], masks[r], actions[r], int(kinds[r]), 0.0])
+        obs, reward, terminated, truncated, info = env.step(actions)
+        for game in np.unique(np.flatnonzero(terminated | truncated) // players).tolist():
+            for r in range(game * players, (game + 1) * players):
+                if current[r]:
+                    current[r][-1][4] += float(reward[r])
+                    done.append(current[r])
+                    game_of.append(finished)
+                    returns += _discounted([row[4] for row in current[r]], config.gamma)
+                    held += len(current[r])
+                current[r] = []
+            finished += 1
+        shown(min(held, steps))
+    shown.close()
+    steps_ = [row for seat in done for row in seat]
+    return Demonstrations(
+        np.asarray([r[0] for r in steps_], dtype=np.float32),
+        np.asarray([r[1] for r in steps_], dtype=bool),
+        np.asarray([r[2] for r in steps_], dtype=np.int64),
+        np.asarray(returns, dtype=np.float32),
+        np.asarray([r[3] for r in steps_], dtype=np.int64),
+        np.repeat(np.asarray(game_of, dtype=np.int64), [len(seat) for seat in done]),
+        finished,
+    )
+
+
+def _decide(teacher: Any, obs: np.ndarray, masks: np.ndarray, kinds: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The teacher's actions for ``rows`` of a step."""
+    return act_batch(teacher, obs[rows], masks[rows], kinds[rows])
 
 
 def _teacher_tokens(env: Any, teacher: Any, queued: list[list[int]], decisions: np.ndarray) -> np.ndarray:
