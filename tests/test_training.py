@@ -148,6 +148,9 @@ def test_experiment_configs_load(path):
             "opponent_sampling from the config, or set selfplay: false",
         ),
         ("selfplay: true\nenv_backend: subprocess", "selfplay: pure self-play runs on the batched engine only"),
+        ("pretrain_selfplay: yes please", "pretrain_selfplay: expected true or false"),
+        ("pretrain_selfplay: true\naction_mode: tokens", "pretrain_selfplay: records the bid mode on the batched"),
+        ("pretrain_selfplay: true\nenv_backend: subprocess", "pretrain_selfplay: records the bid mode on the batched"),
         ("- a list", "expected a mapping of options"),
         ("", "the config is empty"),
         ("# only a comment\n", "the config is empty"),
@@ -781,6 +784,36 @@ def test_demonstrations_of_several_games_at_once_are_reproducible_and_distinct(b
     lengths = np.bincount(demos.game)
     assert len(demos) >= 120 and len(demos) - lengths.max() * 3 < 120  # whole games, stopped at each share
     assert len(demos.returns) == len(demos) and demos.masks.shape[0] == len(demos)
+
+
+def test_the_teachers_games_against_itself_are_recorded_in_every_seat(monkeypatch):
+    """pretrain_selfplay: the teacher plays every seat of its games, and every seat's decisions are recorded, whole
+    games, seat after seat, each seat's final reward discounted back over its own decisions; the same recording
+    with the two copies of the teacher side by side or one after the other, and from the same seed."""
+    from revolution_training.pretrain import collect
+
+    config = imitation_config("value", n_envs=4, gamma=0.9, pretrain_selfplay=True)
+    monkeypatch.setenv("REVOLUTION_THREADS", "2")
+    demos = collect(config, steps=300, seed=2)
+    assert len(demos) >= 300 and demos.games >= 4
+    nvec = revolution_env.raw_env(players=3).action_space("player_0").nvec
+    offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+    assert demos.masks[np.arange(len(demos))[:, None], offsets + demos.actions].all()  # every action is legal
+    assert Decision.NONE not in set(demos.decisions) and Decision.BID in set(demos.decisions)
+    assert demos.game[0] == 0 and demos.game[-1] == demos.games - 1 and np.all(np.diff(demos.game) >= 0)
+    bids = np.bincount(demos.game[demos.decisions == Decision.BID], minlength=demos.games)
+    assert (bids > 0).all() and (bids % 3 == 0).all()  # every seat bids in every round: all three recorded
+    for game in range(demos.games):  # within a game, each seat's returns: gamma-discounted chains, three of them
+        returns = demos.returns[demos.game == game]
+        chained = np.isclose(returns[:-1], config.gamma * returns[1:], rtol=1e-5)
+        assert (~chained).sum() <= 2
+    assert np.abs(demos.returns).max() > 0
+    monkeypatch.setenv("REVOLUTION_THREADS", "1")
+    again = collect(config, steps=300, seed=2)
+    for name in ("obs", "actions", "masks", "returns", "game"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(demos, name))
+    other = collect(config, steps=300, seed=3)
+    assert other.obs.shape != demos.obs.shape or not np.array_equal(other.obs, demos.obs)
 
 
 def test_imitation_learns_a_teacher_it_can_represent(tmp_path):

@@ -177,15 +177,21 @@ def _record(
             current[i] = []
         shown(sum(min(h + len(c), s) for h, c, s in zip(held, current, shares)))  # games in flight count too
     shown.close()
-    steps = [row for game in done for row in game]
+    return _demonstrations(done, returns, list(range(len(done))), len(done))
+
+
+def _demonstrations(done: list[list], returns: list[float], game_of: list[int], games: int) -> Demonstrations:
+    """The recorded trajectories ``done`` (each a list of (obs, mask, action, decision, ...) rows, one seat's
+    decisions of one game, ``game_of`` it) and their ``returns``, row by row, as :class:`Demonstrations`."""
+    rows = [row for trajectory in done for row in trajectory]
     return Demonstrations(
-        np.asarray([r[0] for r in steps], dtype=np.float32),
-        np.asarray([r[1] for r in steps], dtype=bool),
-        np.asarray([r[2] for r in steps], dtype=np.int64),
+        np.asarray([r[0] for r in rows], dtype=np.float32),
+        np.asarray([r[1] for r in rows], dtype=bool),
+        np.asarray([r[2] for r in rows], dtype=np.int64),
         np.asarray(returns, dtype=np.float32),
-        np.asarray([r[3] for r in steps], dtype=np.int64),
-        np.repeat(np.arange(len(done), dtype=np.int64), [len(g) for g in done]),
-        len(done),
+        np.asarray([r[3] for r in rows], dtype=np.int64),
+        np.repeat(np.asarray(game_of, dtype=np.int64), [len(trajectory) for trajectory in done]),
+        games,
     )
 
 
@@ -255,16 +261,7 @@ def _record_selfplay(
             finished += 1
         shown(min(held, steps))
     shown.close()
-    steps_ = [row for seat in done for row in seat]
-    return Demonstrations(
-        np.asarray([r[0] for r in steps_], dtype=np.float32),
-        np.asarray([r[1] for r in steps_], dtype=bool),
-        np.asarray([r[2] for r in steps_], dtype=np.int64),
-        np.asarray(returns, dtype=np.float32),
-        np.asarray([r[3] for r in steps_], dtype=np.int64),
-        np.repeat(np.asarray(game_of, dtype=np.int64), [len(seat) for seat in done]),
-        finished,
-    )
+    return _demonstrations(done, returns, game_of, finished)
 
 
 def _decide(teacher: Any, obs: np.ndarray, masks: np.ndarray, kinds: np.ndarray, rows: np.ndarray) -> np.ndarray:
