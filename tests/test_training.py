@@ -916,6 +916,31 @@ def test_an_interrupted_recording_closes_its_env_with_no_bid_under_way(monkeypat
     assert env.closed and not env._pending
 
 
+def test_an_interrupted_selfplay_recording_waits_for_the_teachers_other_half(monkeypatch):
+    """Ctrl-C while recording the teacher's games against itself: the half of the rows that its second copy decides
+    in a thread is done before the error goes on, so that no thread runs the bot as the process exits."""
+    import threading
+
+    from revolution_training import pretrain
+
+    from revolution_env.agents.base import act_batch
+
+    finished = []
+
+    def interrupted(agent, *args):
+        if threading.current_thread() is threading.main_thread():
+            raise KeyboardInterrupt
+        time.sleep(0.3)
+        finished.append(len(args[0]))
+        return act_batch(agent, *args)
+
+    monkeypatch.setenv("REVOLUTION_THREADS", "2")
+    monkeypatch.setattr(pretrain, "act_batch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pretrain.collect(imitation_config("value", n_envs=4, pretrain_selfplay=True), 300, seed=0, progress=False)
+    assert finished == [6]  # 4 games of 3 seats bid at once: the second copy's 6 rows
+
+
 def test_a_finished_run_leaves_no_tensorboard_writer_running(tmp_path):
     """A run closes its TensorBoard writer (SB3 leaves it open): its daemon thread does not outlive the run, to be
     torn down with the interpreter."""

@@ -23,6 +23,7 @@ itself (``revolution_env.selfplay_vector_env``) and every seat's decisions are r
 from __future__ import annotations
 
 import time
+from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -242,7 +243,12 @@ def _record_selfplay(
         if side_by_side and len(second):
             later = thread_pool().submit(_decide, teachers[1], obs, masks, kinds, second)
         if len(first):
-            actions[first] = _decide(teachers[0], obs, masks, kinds, first)
+            try:
+                actions[first] = _decide(teachers[0], obs, masks, kinds, first)
+            except BaseException:  # Ctrl-C: the other half done first, so no thread runs the bot as the process exits
+                if later is not None:
+                    wait([later])
+                raise
         if len(second):
             actions[second] = later.result() if later is not None else _decide(teachers[1], obs, masks, kinds, second)
         scaled = obs[acting] / scale
