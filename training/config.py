@@ -115,7 +115,8 @@ class TrainConfig:
     """An agent spec (a heuristic's name, a checkpoint) the learner imitates before PPO starts, in a new run
     (behaviour cloning, ``revolution_training.pretrain``); None: no imitation."""
     pretrain_steps: int = 50_000
-    """Teacher decisions recorded for the imitation (whole games; from the learner's seat against ``heuristics``)."""
+    """Teacher decisions recorded for the imitation (whole games; from the learner's seat against ``heuristics``, or
+    every seat with ``pretrain_selfplay``)."""
     pretrain_selfplay: bool = False
     """Record the teacher in every seat of games it plays against itself (``selfplay_vector_env``) instead of in the
     learner's seat against ``heuristics``: every decision at the table is one of its own, so a recording costs

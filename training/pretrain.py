@@ -96,17 +96,17 @@ class Progress:
 
 
 def collect(config: TrainConfig, steps: int, seed: int, progress: bool | None = None) -> Demonstrations:
-    """At least ``steps`` decisions of ``config.pretrain_teacher`` in the learner's seat (whole games), from
-    ``config.n_envs`` games at once (the module's docstring says how); ``progress`` as :class:`Progress` has it
+    """At least ``steps`` decisions of ``config.pretrain_teacher`` in the learner's seat (whole games; in every seat
+    with ``pretrain_selfplay``), from ``config.n_envs`` games at once (the module's docstring says how); ``progress`` as :class:`Progress` has it
     (the batched engine's collection; the subprocess backend's workers say nothing)."""
     try:
         teacher = load_agent(str(config.pretrain_teacher), **config.env_options())  # a bad spec fails here
     except ValueError as exc:
         raise ValueError(f"pretrain_teacher: {exc}") from None
     workers = max(1, min(config.n_envs, steps))
-    shares = [steps // workers + (i < steps % workers) for i in range(workers)]
     if config.backend() == "vector" and config.pretrain_selfplay:
-        return _collect_selfplay(config, teacher, steps, seed, progress)
+        return _collect_selfplay(config, teacher, workers, steps, seed, progress)
+    shares = [steps // workers + (i < steps % workers) for i in range(workers)]
     if config.backend() == "vector":
         return _collect_batched(config, teacher, shares, seed, progress)
     jobs = [(config, share, (seed, i)) for i, share in enumerate(shares)]
@@ -197,13 +197,12 @@ def _demonstrations(done: list[list], returns: list[float], game_of: list[int], 
 
 
 def _collect_selfplay(
-    config: TrainConfig, teacher: Any, steps: int, seed: int, progress: bool | None
+    config: TrainConfig, teacher: Any, games: int, steps: int, seed: int, progress: bool | None
 ) -> Demonstrations:
-    """The teacher in every seat of ``n_envs`` games against itself; every seat's decisions recorded, whole games,
-    until there are at least ``steps`` of them (the games still in flight then are dropped)."""
+    """The teacher in every seat of ``games`` games at once against itself; every seat's decisions recorded, whole
+    games, until there are at least ``steps`` of them (the games still in flight then are dropped)."""
     from revolution_env import selfplay_vector_env
 
-    games = max(1, min(config.n_envs, steps))
     env = selfplay_vector_env(games, keep_finished=0, **config.env_options())
     try:
         return _record_selfplay(config, teacher, steps, seed, env, progress)
