@@ -844,6 +844,51 @@ def test_imitation_learns_a_teacher_it_can_represent(tmp_path):
     assert after["value_mse"] < before["value_mse"]
 
 
+@pytest.mark.parametrize("mode", ["bid", "tokens"])
+def test_the_imitation_fits_the_same_weights_on_one_thread_or_two(tmp_path, monkeypatch, mode):
+    """Each minibatch's halves: side by side in two threads, or one after the other on one, the same weights bit
+    for bit (in the token mode, one Discrete head, too); and the fit moves them."""
+    from revolution_training.pretrain import clone, collect
+
+    config = imitation_config("value", action_mode=mode, pretrain_epochs=2, pretrain_batch_size=64, seed=3)
+    demos = collect(config, steps=300, seed=1)
+    weights = []
+    for threads in ("2", "1"):
+        monkeypatch.setenv("REVOLUTION_THREADS", threads)
+        model, venv = fresh_model(config, tmp_path / threads)
+        venv.close()
+        start = [p.detach().clone() for p in model.policy.parameters()]
+        clone(model, demos, config)
+        weights.append([p.detach().clone() for p in model.policy.parameters()])
+    assert any(not torch.equal(a, b) for a, b in zip(start, weights[0]))
+    for a, b in zip(*weights):
+        assert torch.equal(a, b)
+
+
+def test_the_fit_takes_each_minibatch_the_faster_way_and_times_the_other_now_and_then(monkeypatch):
+    """_Pace: two threads or one, whichever its timings say is faster, the other tried again for ``probe``
+    minibatches in every ``every + probe``; one thread always where two are not usable."""
+    from revolution_training import pretrain
+
+    now = [0.0]
+    monkeypatch.setattr(pretrain.time, "perf_counter", lambda: now[0])
+
+    def modes(pace, cost):
+        out = []
+        for _ in range(16):
+            with pace as side_by_side:
+                now[0] += cost[side_by_side]
+            out.append(side_by_side)
+        return out
+
+    F, T = False, True
+    slow_threads = {True: 2.0, False: 1.0}  # a busy machine: the two threads are slower
+    assert modes(pretrain._Pace(True, every=6, probe=2), slow_threads) == [F, F, T, F, F, F, F, F, T, T] + [F] * 6
+    fast_threads = {True: 1.0, False: 2.0}
+    assert modes(pretrain._Pace(True, every=6, probe=2), fast_threads) == [F, F, T, T, T, T, T, T, F, F] + [T] * 6
+    assert modes(pretrain._Pace(False, every=6, probe=2), fast_threads) == [F] * 16
+
+
 def test_a_run_with_a_teacher_imitates_it_first_through_the_cli(tmp_path):
     out = tmp_path / "run"
     config = write_config(tmp_path, n_envs=2, total_steps=64, eval_every=0, pretrain_teacher="value", pretrain_steps=60)
@@ -858,6 +903,24 @@ def test_a_run_with_a_teacher_imitates_it_first_through_the_cli(tmp_path):
     proc = train_cli("--config", str(bad), "--out", str(tmp_path / "bad"))
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 2 and "pretrain_teacher: expected an agent spec" in log and "got 'valu'" in log, log
+
+
+def test_a_run_from_an_imitation_evaluates_its_start_so_best_pt_never_scores_below_it(tmp_path):
+    out = tmp_path / "run"
+    config = write_config(tmp_path, n_envs=2, total_steps=128, eval_every=64, eval_games=3, eval_opponents=["random"],
+                          pretrain_teacher="value", pretrain_steps=60)  # fmt: skip
+    proc = train_cli("--config", str(config), "--out", str(out))
+    log, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, log
+    assert "step 0: win rate vs random" in log, log
+    state = json.loads((out / "state.json").read_text())
+    evaluations = state["evaluations"]
+    assert [e["step"] for e in evaluations] == [0, 64, 128]
+    assert state["best_win_rate"] == max(e["mean"] for e in evaluations)
+    assert evaluations[0]["mean"] == 1.0 and state["best_step"] == 0  # value's imitation beats random; later ties
+    kept = read_checkpoint(out / "best.pt")["policy"]["state_dict"]  # do not replace it: best.pt is the start
+    start = read_checkpoint(out / "imitation.pt")["policy"]["state_dict"]
+    assert all(torch.equal(kept[k], start[k]) for k in start)
 
 
 def test_ctrl_c_while_imitating_says_there_is_nothing_to_resume(tmp_path):
