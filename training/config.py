@@ -209,7 +209,9 @@ class TrainConfig:
     """Processes the evaluation plays its games in."""
     best_by: str = "mean"
     """Which evaluation ``best.pt`` keeps: the highest ``mean`` win rate over the baselines, or the highest
-    ``worst`` one (the lowest of its win rates: a robust bot's measure, as the gauntlet's headline is)."""
+    ``worst`` one (the lowest of its win rates: a robust bot's measure, as the gauntlet's headline is). A run with
+    ``pretrain_teacher`` evaluates its imitation at step 0 too: where no later evaluation beats it, ``best.pt`` is
+    the imitation."""
     save_every: int = 10_000
     """Save the model, the policy, the league and the run state every this many steps."""
     out: str = "runs/default"
