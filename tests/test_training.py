@@ -921,6 +921,12 @@ def test_a_run_from_an_imitation_evaluates_its_start_so_best_pt_never_scores_bel
     kept = read_checkpoint(out / "best.pt")["policy"]["state_dict"]  # do not replace it: best.pt is the start
     start = read_checkpoint(out / "imitation.pt")["policy"]["state_dict"]
     assert all(torch.equal(kept[k], start[k]) for k in start)
+    off = write_config(tmp_path, n_envs=2, total_steps=128, eval_every=64, eval_games=3, eval_opponents=["random"],
+                       pretrain_teacher="value", pretrain_steps=60, eval_start=False)  # fmt: skip
+    proc = train_cli("--config", str(off), "--out", str(tmp_path / "off"))
+    log, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, log
+    assert [e["step"] for e in json.loads((tmp_path / "off" / "state.json").read_text())["evaluations"]] == [64, 128]
 
 
 def test_ctrl_c_while_imitating_says_there_is_nothing_to_resume(tmp_path):

@@ -200,6 +200,10 @@ class TrainConfig:
     """Who takes the seats beyond the learner and the baseline with 3 or 4 players (None: more copies of the
     baseline; identical bots tend to tie each other's bids, which flatters the learner). With ``random`` the
     evaluation is in effect a duel with a weak third party: 0.5 is parity."""
+    eval_start: bool = True
+    """With ``pretrain_teacher``, evaluate the imitation too, at step 0, so that ``best.pt`` is never a policy that
+    scored below the run's start (off in a best response of ``revolution exploit``: its protocol measures what the
+    training found)."""
     eval_sample: bool = False
     """Evaluate the policy sampling its actions (the spec ``PATH:sample``) instead of its argmax: for a policy meant
     to mix (an equilibrium is a mixed strategy; a token-mode policy's argmax is taken token by token, not over
@@ -209,9 +213,8 @@ class TrainConfig:
     """Processes the evaluation plays its games in."""
     best_by: str = "mean"
     """Which evaluation ``best.pt`` keeps: the highest ``mean`` win rate over the baselines, or the highest
-    ``worst`` one (the lowest of its win rates: a robust bot's measure, as the gauntlet's headline is). A run with
-    ``pretrain_teacher`` evaluates its imitation at step 0 too: where no later evaluation beats it, ``best.pt`` is
-    the imitation."""
+    ``worst`` one (the lowest of its win rates: a robust bot's measure, as the gauntlet's headline is); with
+    ``eval_start``, the imitation's evaluation at step 0 among them."""
     save_every: int = 10_000
     """Save the model, the policy, the league and the run state every this many steps."""
     out: str = "runs/default"
@@ -463,6 +466,7 @@ CHECKS = {
     "eval_games": _positive_int,
     "eval_opponents": _baselines,
     "eval_fill": lambda v: None if v is None else _spec(v),
+    "eval_start": _bool,
     "eval_sample": _bool,
     "eval_workers": _positive_int,
     "best_by": _one_of("mean", "worst"),

@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "main",
         help="the README's main job: a short self-play training run, then an evaluation",
-        description="The README's main job (about 5 minutes on 2 cores, the first time on a machine included):"
+        description="The README's main job (about 4 minutes on 2 cores, the first time on a machine included):"
         " train configs/default.yaml (imitation of value, then magnet-regularised PPO against a league of its"
         " snapshots and the heuristics), then a 3-player round robin of its best checkpoint, its imitation start, the"
         " shipped 3-player bot and the heuristics, with the table printed. Needs a clone of the repository and the"
