@@ -441,7 +441,7 @@ def _half_gradients(
     pi, vf = (features, features) if policy.share_features_extractor else features
     values = policy.value_net(policy.mlp_extractor.forward_critic(vf)).flatten()
     logits = policy.action_net(policy.mlp_extractor.forward_actor(pi))
-    log_prob = runs.log_prob(runs.log_softmax(logits, runs.legal(masks)), actions.view(len(actions), -1))
+    log_prob = runs.log_prob(runs.log_softmax(logits, runs.legal(masks)), actions.view(len(actions), len(runs.nvec)))
     loss = (vf_coef * (values - returns).square().sum() - log_prob.sum()) / size
     grads = torch.autograd.grad(loss, params, allow_unused=True)
     return [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]
