@@ -30,20 +30,32 @@ def actor_layers(sb3_policy: Any) -> list[torch.nn.Linear]:
     return [*linears, sb3_policy.action_net]
 
 
+def critic_and_actor_latent(
+    sb3_policy: Any, observations: torch.Tensor, rows: Any = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """An SB3 ``MlpPolicy``'s forward pass up to the action head: the critic's values ``(batch,)`` on every row,
+    and the actor's latent on ``rows`` only (a boolean ``(batch,)`` tensor; None: every row). Stateless, unlike the
+    policy's action distribution, which holds its last inputs."""
+    features = sb3_policy.extract_features(observations)
+    pi, vf = (features, features) if sb3_policy.share_features_extractor else features
+    values = sb3_policy.value_net(sb3_policy.mlp_extractor.forward_critic(vf)).flatten()
+    if rows is not None:
+        pi = pi[rows]
+    return values, sb3_policy.mlp_extractor.forward_actor(pi)
+
+
 def evaluate_rows(
     sb3_policy: Any, observations: torch.Tensor, actions: torch.Tensor, masks: torch.Tensor, rows: Any = None
 ) -> tuple[torch.Tensor, Any, torch.Tensor]:
     """sb3-contrib's ``evaluate_actions`` in parts: the critic's values ``(batch,)`` on every row, and the actor's
     masked distribution and the log-probabilities of ``actions`` on ``rows`` only (a boolean ``(batch,)`` tensor;
     None: every row). The same operations as ``evaluate_actions`` (its values and gradients bit for bit over every
-    row), without its entropy, which the imitation's loss never uses, and with the actor skipped where MMD's
-    update knows it adds nothing (``revolution_training.mmd``)."""
-    features = sb3_policy.extract_features(observations)
-    pi, vf = (features, features) if sb3_policy.share_features_extractor else features
-    values = sb3_policy.value_net(sb3_policy.mlp_extractor.forward_critic(vf)).flatten()
+    row), without its entropy, which MMD's update computes apart, and with the actor skipped where that update
+    knows it adds nothing (``revolution_training.mmd``)."""
+    values, latent = critic_and_actor_latent(sb3_policy, observations, rows)
     if rows is not None:
-        pi, actions, masks = pi[rows], actions[rows], masks[rows]
-    distribution = sb3_policy._get_action_dist_from_latent(sb3_policy.mlp_extractor.forward_actor(pi))
+        actions, masks = actions[rows], masks[rows]
+    distribution = sb3_policy._get_action_dist_from_latent(latent)
     distribution.apply_masking(masks)
     return values, distribution, distribution.log_prob(actions)
 

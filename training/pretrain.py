@@ -22,8 +22,8 @@ itself (``revolution_env.selfplay_vector_env``) and every seat's decisions are r
 
 from __future__ import annotations
 
+import functools
 import time
-from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,13 +32,14 @@ import torch
 import torch.nn.functional as F
 from revolution_training.config import TrainConfig
 from revolution_training.league import LeagueReader
+from revolution_training.policy import critic_and_actor_latent
 from revolution_training.selfplay import make_selfplay_env
 from tqdm import tqdm
 
 from revolution_env import Decision
 from revolution_env.agents.base import act_batch
 from revolution_env.agents.loading import load_agent
-from revolution_env.common.workers import in_thread_pool, opponent_threads, thread_pool, worker_pool
+from revolution_env.common.workers import in_thread_pool, opponent_threads, side_by_side, worker_pool
 from revolution_env.interop.torch import MaskedRuns
 
 
@@ -223,7 +224,7 @@ def _record_selfplay(
     teachers = [teacher, load_agent(str(config.pretrain_teacher), **config.env_options())]
     for copy in teachers:
         copy.reset(int(seeds.integers(2**31)))
-    side_by_side = opponent_threads() > 1 and not in_thread_pool()
+    parallel = opponent_threads() > 1
     scale = env.obs_layout.scale
     width = len(env.codec.nvec)
     current: list[list[list]] = [[] for _ in range(rows)]  # per row: [obs, mask, action, decision, reward]
@@ -237,19 +238,10 @@ def _record_selfplay(
         kinds = np.asarray(info["decision"])
         acting = np.flatnonzero(kinds != Decision.NONE)
         actions = np.zeros((rows, width), dtype=np.int64)  # a row with nothing to decide: its no-op
-        first, second = np.array_split(acting, 2)
-        later = None
-        if side_by_side and len(second):
-            later = thread_pool().submit(_decide, teachers[1], obs, masks, kinds, second)
-        if len(first):
-            try:
-                actions[first] = _decide(teachers[0], obs, masks, kinds, first)
-            except BaseException:  # Ctrl-C: the other half done first, so no thread runs the bot as the process exits
-                if later is not None:
-                    wait([later])
-                raise
-        if len(second):
-            actions[second] = later.result() if later is not None else _decide(teachers[1], obs, masks, kinds, second)
+        halves = [(copy, half) for copy, half in zip(teachers, np.array_split(acting, 2)) if len(half)]
+        calls = [functools.partial(_decide, copy, obs, masks, kinds, half) for copy, half in halves]
+        for (_, half), decided in zip(halves, side_by_side(calls, parallel)):
+            actions[half] = decided
         scaled = obs[acting] / scale
         for j, r in enumerate(acting.tolist()):
             current[r].append([scaled[j], masks[r], actions[r], int(kinds[r]), 0.0])
@@ -354,7 +346,7 @@ def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, f
     (else PPO's); a tenth is held out. Returns :func:`score` on the held-out tenth.
 
     Each minibatch's gradient is the sum of its two halves' (:func:`_half_gradients`), taken side by side in two
-    threads or one after the other, whichever :class:`_Pace` finds faster now (torch's kernels release the GIL):
+    threads (``workers.side_by_side``) or one after the other, whichever :class:`_Pace` finds faster now (torch's kernels release the GIL):
     the same weights either way, on any machine. Two passes over 400k decisions, 2 cores: 13.2 to 14.8 s side by
     side against 16.4 to 17.6 s for one minibatch on one thread; beside one busy process 18 s side by side and
     17 s one after the other. Torch's own two threads spin at their OpenMP barriers: beside a busy process they
@@ -378,16 +370,10 @@ def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, f
             rng.shuffle(fit)
             for start in range(0, len(fit), size):
                 idx = fit[start : start + size]
-                first, second = (_batch(demos, half, policy.device) for half in np.array_split(idx, 2))
-                args = (policy, params, runs, config.vf_coef, len(idx))
-                with pace as side_by_side:
-                    later = thread_pool().submit(_half_gradients, *args, second) if side_by_side else None
-                    try:
-                        grads = _half_gradients(*args, first)
-                    finally:  # Ctrl-C: the other half done first, so that no thread runs torch as the process exits
-                        if later is not None:
-                            wait([later])
-                    rest = later.result() if later is not None else _half_gradients(*args, second)
+                calls = [functools.partial(_half_gradients, policy, params, runs, config.vf_coef, len(idx),
+                                           _batch(demos, half, policy.device)) for half in np.array_split(idx, 2)]  # fmt: skip
+                with pace as parallel:
+                    grads, rest = side_by_side(calls, parallel)
                 for p, a, b in zip(params, grads, rest):
                     p.grad = a + b
                 torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
@@ -402,8 +388,8 @@ def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, f
 class _Pace:
     """Whether the next piece of work (a minibatch of the fit) runs in two threads or one, where two are usable:
     the faster by a moving average of each one's timings. The slower is timed again for ``probe`` pieces at the
-    start of every ``every + probe``, since the load of a shared machine changes. ``with pace as side_by_side:``
-    times the piece."""
+    start of every ``every + probe``, since the load of a shared machine changes. ``with pace as parallel:`` times
+    the piece."""
 
     def __init__(self, usable: bool, every: int = 64, probe: int = 4) -> None:
         self.usable, self.every, self.probe = usable, every, probe
@@ -437,10 +423,8 @@ def _half_gradients(
     log-probabilities of :class:`~revolution_env.interop.torch.MaskedRuns`, not through the policy's action
     distribution, which holds its last inputs and so cannot serve two threads."""
     obs, actions, masks, returns = batch
-    features = policy.extract_features(obs)
-    pi, vf = (features, features) if policy.share_features_extractor else features
-    values = policy.value_net(policy.mlp_extractor.forward_critic(vf)).flatten()
-    logits = policy.action_net(policy.mlp_extractor.forward_actor(pi))
+    values, latent = critic_and_actor_latent(policy, obs)
+    logits = policy.action_net(latent)
     log_prob = runs.log_prob(runs.log_softmax(logits, runs.legal(masks)), actions.view(len(actions), len(runs.nvec)))
     loss = (vf_coef * (values - returns).square().sum() - log_prob.sum()) / size
     grads = torch.autograd.grad(loss, params, allow_unused=True)

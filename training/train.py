@@ -735,8 +735,8 @@ def train(
             callback.init_callback(model)  # learn() does it too, but a run already at total_steps never calls learn()
             if state is None and config.pretrain_teacher:  # the run's start, to compare its bot with (imitation.pt)
                 save_checkpoint(callback.checkpoint(), out / IMITATION)
-            if state is None and config.pretrain_teacher and config.eval_every and config.eval_start:
-                callback.evaluate()  # the imitation evaluated too: best.pt never scores below the run's start
+                if config.eval_every and config.eval_start:
+                    callback.evaluate()  # the imitation evaluated too: best.pt never scores below the run's start
             start_step, start_time = model.num_timesteps, time.time()
             remaining = max(0, config.total_steps - model.num_timesteps)
             with _stop_on_signals(callback):

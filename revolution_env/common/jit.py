@@ -14,11 +14,12 @@ machine code that a later call ran.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import TypeVar
 
-from revolution_env.common.workers import in_thread_pool, opponent_threads, stop_signals_deferred, thread_pool
+from revolution_env.common.workers import in_thread_pool, opponent_threads, side_by_side, stop_signals_deferred
 
 R = TypeVar("R")
 # The fewest rows of a part of in_parts: two parts of 1,024 games each stepped no faster than one call (2 cores; two
@@ -114,12 +115,4 @@ def in_parts(n: int, call: Callable[[int, int], R], minimum: int | None = None) 
     if parts < 2:
         return [call(0, n)]
     bounds = [n * k // parts for k in range(parts + 1)]
-    futures = [thread_pool().submit(call, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
-    try:
-        first = call(bounds[0], bounds[1])
-    finally:
-        rest = [f.exception() for f in futures]  # waits for every part, whatever the first did
-    for error in rest:
-        if error is not None:
-            raise error
-    return [first, *(f.result() for f in futures)]
+    return side_by_side([functools.partial(call, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])])

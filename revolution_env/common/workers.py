@@ -214,6 +214,25 @@ def in_thread_pool() -> bool:
     return getattr(_POOL_THREAD, "member", False)
 
 
+def side_by_side(calls: Sequence[Callable[[], R]], parallel: bool = True) -> list[R]:
+    """Run ``calls`` (each without arguments) and return their results in order: the first in the calling thread and
+    the others in :func:`thread_pool` at the same time where ``parallel`` and the caller is not a thread of that
+    pool (which must not wait on the pool it occupies), else one after the other here. For work that releases the
+    GIL (compiled loops, torch's kernels). An error, or a Ctrl-C in the first, is raised once every call has
+    finished, so that no thread still runs one as the process exits."""
+    if not parallel or len(calls) < 2 or in_thread_pool():
+        return [call() for call in calls]
+    futures = [thread_pool().submit(call) for call in calls[1:]]
+    try:
+        first = calls[0]()
+    finally:
+        errors = [future.exception() for future in futures]  # waits for every call, whatever the first did
+    for error in errors:
+        if error is not None:
+            raise error
+    return [first, *(future.result() for future in futures)]
+
+
 def worker_threads(processes: int) -> dict[str, str]:
     """The thread variables for ``processes`` workers that share this machine (the evaluation's pool, the
     imitation's): each its share of the usable cores (at least one), as joblib's loky backend sizes its workers.
