@@ -162,27 +162,32 @@ def single_agent_random_play(players: int, opponents: str = "random", **rules):
 def batched_sampler(env, seed: int = 0):
     """Uniform legal actions for every game at once, from the masks: a token dimension whose mask allows more than
     target 0 takes a uniform legal target of its type (the rows of one token type share one legal set), dimension
-    0 a uniform allowed choice where the decision has one."""
+    0 a uniform allowed choice where the decision has one. The cheapest NumPy draw measured here: one block of
+    floats, one flat gather, and the held tokens' flags as int8 (a multiply by a strided bool column casts it at a
+    fifth of the speed)."""
     c = env.codec
     rng = np.random.default_rng(seed)
     n = env.num_envs
     dim_type = np.repeat(np.arange(3), c.n_tokens)
     targets = [np.flatnonzero(c.layout.legal[:, t]) for t in range(3)]
-    # per token dimension, the legal targets of its type padded to one width, and how many there are
+    # per token dimension, the legal targets of its type padded to one width (flat, a row per dimension), and how
+    # many there are
     width = max(len(t) for t in targets)
-    table = np.stack([np.resize(targets[t], width) for t in dim_type])  # (K, width)
-    count = np.array([len(targets[t]) for t in dim_type])
+    table = np.stack([np.resize(targets[t], width) for t in dim_type]).ravel()
+    count = np.array([len(targets[t]) for t in dim_type], dtype=np.float64)
+    row = (np.arange(c.K) * width)[None, :]
 
     # a target that takes every token type (other than 0): a dimension allows it exactly when a held token's is
     everywhere = int(next(j for j in range(1, c.T) if c.layout.legal[j].all()))
-    dims = np.arange(c.K)[None, :]
 
     def act() -> np.ndarray:
         masks = env.action_masks()
-        active = masks[:, c.C + everywhere :: c.T][:, : c.K]  # (n, K)
-        pick = (rng.random((n, c.K)) * count).astype(np.int64)
-        out = np.zeros((n, len(c.nvec)), dtype=np.int64)
-        out[:, 1:] = np.where(active, table[dims, pick], 0)
+        held = masks[:, c.C + everywhere :: c.T][:, : c.K].view(np.int8)  # (n, K): 1 where the seat holds it
+        pick = (rng.random((n, c.K)) * count).astype(np.intp)
+        pick += row
+        out = np.empty((n, len(c.nvec)), dtype=np.int64)
+        out[:, 0] = 0
+        np.multiply(table.take(pick), held, out=out[:, 1:])
         choosing = np.flatnonzero(masks[:, 1 : c.C].any(1))
         if len(choosing):
             score = rng.random((len(choosing), c.C)) + masks[choosing, : c.C]

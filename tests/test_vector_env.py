@@ -650,6 +650,36 @@ def test_the_benchmark_draws_every_game_s_moves_as_uniform_indices():
     assert bench.goofspiel_random_play(3)(0) == 36
 
 
+def test_the_benchmark_s_batched_sampler_draws_legal_uniform_actions():
+    """The vector rows' learner actions (benchmark.py's ``batched_sampler``): legal by the masks, every held token on
+    each legal target of its type about equally often, and choices made where decisions offer them."""
+    import revolution_env
+
+    bench = _benchmark_module()
+    env = revolution_env.vector_env(64, players=3, opponents="random", keep_finished=0)
+    env.reset(seed=0)
+    act = bench.batched_sampler(env, seed=1)
+    c = env.codec
+    hits = np.zeros((c.K, c.T), dtype=np.int64)
+    choices = 0
+    for _ in range(300):
+        masks = env.action_masks()
+        actions = act()
+        assert env.view.legal(actions, masks).all()  # an unheld token's dimension allows target 0 alone
+        for d in range(c.K):
+            np.add.at(hits[d], actions[:, 1 + d], 1)
+        choices += int((actions[:, 0] > 0).sum())
+        env.step(actions)
+    assert choices > 0
+    dim_type = np.repeat(np.arange(3), c.n_tokens)
+    for t in range(3):
+        legal = np.flatnonzero(c.layout.legal[:, t])
+        counts = hits[dim_type == t][:, legal].sum(0)
+        # target 0 is also where unheld tokens go: compare the other legal targets, each within 15% of their mean
+        others = counts[legal != 0]
+        assert others.min() > 0.85 * others.mean() and others.max() < 1.15 * others.mean(), (t, counts)
+
+
 def test_the_benchmark_times_every_heuristic_style_on_bids_and_other_decisions():
     """scripts/benchmark.py --bots (a smoke test, no timing): each style, bids and the rest apart, on the states of
     real games."""

@@ -40,6 +40,11 @@ from revolution_env.engine.kernels import (
 )
 from revolution_env.engine.scenario import MODES
 
+# The fewest games of a part where a call steps games side by side (common.jit.in_parts): a game's step costs about
+# a microsecond, four times an observation's, so that parts of 512 games pay for the hand-off to a thread (a
+# 4,096-game vector env with random opponents: 28% more steps/s than with in_parts' 2,048, 2 cores, quiet; as fast
+# as before beside one busy process)
+GAME_ROWS = 512
 HISTORY_START = 32  # rounds of history kept per game before the buffer grows
 MAX_GUY_CHOICES = 7  # D12: at most six Guy bids, then a pass
 
@@ -299,7 +304,9 @@ class BatchedGame:
         st, tb, hist = self._st, self._tb, (self._hist_bids, self._hist_priority)
         if priority is None:  # games in parts side by side (none can fail: no priority is given)
             in_parts(
-                len(g), lambda lo, hi: K.submit_many(g[lo:hi], bids[lo:hi], given[lo:hi], coin[lo:hi], st, tb, *hist)
+                len(g),
+                lambda lo, hi: K.submit_many(g[lo:hi], bids[lo:hi], given[lo:hi], coin[lo:hi], st, tb, *hist),
+                GAME_ROWS,
             )
         else:  # in one call, which stops at a game whose given priority the rule contradicts (checked above)
             K.submit_many(g, bids, given, coin, st, tb, *hist)
@@ -319,7 +326,7 @@ class BatchedGame:
         rounds = self.meta[g, ROUND].copy()
         ok = np.zeros(len(g), dtype=np.bool_)
         st, tb = self._st, self._tb
-        in_parts(len(g), lambda lo, hi: K.choose_many(g[lo:hi], values[lo:hi], st, tb, ok[lo:hi]))
+        in_parts(len(g), lambda lo, hi: K.choose_many(g[lo:hi], values[lo:hi], st, tb, ok[lo:hi]), GAME_ROWS)
         if self.layout.card_space >= 0:
             self._draw_ahead(g)
         self._record(g[ok], rounds[ok] - 1, kinds[ok], values[ok])
@@ -366,7 +373,7 @@ class BatchedGame:
             return lo + bad if bad >= 0 else -1
 
         while len(g):
-            refused = [i for i in in_parts(len(g), functools.partial(part, g)) if i >= 0]
+            refused = [i for i in in_parts(len(g), functools.partial(part, g), GAME_ROWS) if i >= 0]
             if refused:  # never expected: the draw is over the engine's own options
                 raise RuntimeError(f"game {int(g[refused[0]])}: a random choice was refused by the engine")
             if not first_edition:

@@ -71,7 +71,7 @@ class BatchedView:
     def observe(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(n, size) float32: ``ObservationLayout.build(game_i, seat_i, kind_i)`` for every pair."""
         g, seats, kinds = _indices(games, seats, kinds)
-        out = np.zeros((len(g), self.ol.size), dtype=np.float32)
+        out = np.empty((len(g), self.ol.size), dtype=np.float32)  # each row zeroed by the loop that fills it
         st, tb, tables = game._st, game._tb, (self.perm, self.inv, self.starts, self.card_type)
         in_parts(len(g), lambda lo, hi: observe_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, *tables, out[lo:hi]))
         return out
@@ -81,7 +81,7 @@ class BatchedView:
     def masks(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(n, sum(nvec)) bool: ``Codec.mask(game_i, seat_i, kind_i)`` for every pair."""
         g, seats, kinds = _indices(games, seats, kinds)
-        m = np.zeros((len(g), self.codec.size), dtype=bool)
+        m = np.empty((len(g), self.codec.size), dtype=bool)  # each row zeroed by the loop that fills it
         st, tb, perm, codes = game._st, game._tb, self.perm, self.codes
         in_parts(len(g), lambda lo, hi: masks_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, perm, codes, m[lo:hi]))
         return m
@@ -132,8 +132,9 @@ FEATURES = ("round", "rounds_left", "phase", "decision", "for_puppet", "can_decl
 
 @jit
 def observe_many(games, seats, kinds, st, tb, perm, inv, at, card_type, out):
-    """``ObservationLayout.build`` for each (game, seat, kind), into the zeroed rows of ``out``; ``card_type`` maps
-    the first edition's deck to the card types of ``cards_drawn`` and ``deck_left``."""
+    """``ObservationLayout.build`` for each (game, seat, kind), into the rows of ``out`` (each zeroed here first: in
+    the cache and in the parts side by side, where a zeroed array is a pass of its own); ``card_type`` maps the
+    first edition's deck to the card types of ``cards_drawn`` and ``deck_left``."""
     st, tb, out = borrowed(st), borrowed(tb), borrowed(out)  # the caller's, for the whole call
     tokens, support, cubes, supply, bank, revealed = st[0], st[2], st[3], st[4], st[1], st[6]
     winners, scheming_gold, meta, final_support = st[7], st[10], st[11], st[12]
@@ -148,6 +149,7 @@ def observe_many(games, seats, kinds, st, tb, perm, inv, at, card_type, out):
     for i in range(len(games)):
         g, seat, kind = games[i], seats[i], kinds[i]
         o = out[i]
+        o[:] = 0
         rnd, phase = meta[g, K.ROUND], meta[g, K.PHASE]
         o[at[0]] = rnd
         o[at[1]] = cfg[C_MAX_ROUNDS] - rnd
@@ -207,7 +209,7 @@ def observe_many(games, seats, kinds, st, tb, perm, inv, at, card_type, out):
 
 @jit
 def masks_many(games, seats, kinds, st, tb, perm, codes, out):
-    """``Codec.mask`` for each (game, seat, kind), into the zeroed rows of ``out``. Dimension 0 allows only 0, but
+    """``Codec.mask`` for each (game, seat, kind), into the rows of ``out`` (each zeroed here first). Dimension 0 allows only 0, but
     for a non-bid decision: declining where allowed, then the engine's options in the seat's relative terms (Guy's
     placements over (character, answered seat with the seat's own first, tie/beat); cubes over (area, relative
     seat)). A token dimension allows its type's legal targets where the seat bids now and holds that token, else
@@ -223,6 +225,7 @@ def masks_many(games, seats, kinds, st, tb, perm, codes, out):
     for i in range(len(games)):
         g, seat, kind = games[i], seats[i], kinds[i]
         m = out[i]
+        m[:] = False
         m[0] = True
         for t in range(3):
             held = tokens[g, seat, t] if kind == K.K_BID else 0
