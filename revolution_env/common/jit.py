@@ -5,6 +5,11 @@ variable ``REVOLUTION_NO_NUMBA`` is set. ``COMPILED`` says which.
 from one place: every compiled callee is optimised and turned into machine code once for itself and again inside
 each of its callers up the tree, so a deep tree of them compiles in time that grows faster than its code (the
 heuristic bots' build took a quarter less with their single-caller functions inlined, and decided as fast).
+``@jit(refcounts=False)`` compiles a function without Numba's reference counting (``_nrt=False``): compiled code
+calls the runtime twice, through a pointer, for every array it binds to a name or passes on, even a
+:func:`borrowed` one, and a loop over games that runs the batched engine's rules made some 250 such calls a game
+(a quarter of its time). Such a function, and every function it calls, must not allocate an array (Numba refuses
+to compile it) nor return one: the caller allocates and owns what it works on, as with :func:`borrowed`.
 
 The batched engine (``revolution_env.engine.kernels``) and the compiled heuristic bots
 (``revolution_env.agents.compiled``) are written as loops for it. Ctrl-C and SIGTERM wait while Numba compiles a
@@ -35,10 +40,11 @@ try:  # pragma: no cover - which branch runs depends on the install
         raise ImportError
     import numba
 
-    def jit(f=None, *, inline=False):
+    def jit(f=None, *, inline=False, refcounts=True):
         if f is None:
-            return lambda g: jit(g, inline=inline)
-        dispatcher = numba.njit(cache=True, nogil=True, inline="always" if inline else "never")(f)
+            return lambda g: jit(g, inline=inline, refcounts=refcounts)
+        options = {} if refcounts else {"_nrt": False}
+        dispatcher = numba.njit(cache=True, nogil=True, inline="always" if inline else "never", **options)(f)
         compile_now = dispatcher.compile  # every compilation or cache load of a signature, from Python or from
 
         def compile(signature):  # another compiled function's typing
@@ -84,7 +90,7 @@ try:  # pragma: no cover - which branch runs depends on the install
     COMPILED = True
 except ImportError:  # pragma: no cover
 
-    def jit(f=None, *, inline=False):
+    def jit(f=None, *, inline=False, refcounts=True):
         return f if f is not None else (lambda g: g)
 
     def borrowed(arrays):

@@ -222,6 +222,7 @@ def masks_many(games, seats, kinds, st, tb, perm, codes, out):
     guy = np.zeros((n_chars, 2, 2), dtype=np.bool_)
     beat = np.zeros((n_chars, 2, 3), dtype=np.int64)
     cube = np.zeros((A, S), dtype=np.bool_)
+    tally = np.zeros(A + S, dtype=np.int64)
     for i in range(len(games)):
         g, seat, kind = games[i], seats[i], kinds[i]
         m = out[i]
@@ -248,7 +249,7 @@ def masks_many(games, seats, kinds, st, tb, perm, codes, out):
         elif kind >= K.K_SPY:
             m[0] = K.can_decline(g, meta)
             cube[:] = False
-            K.cube_targets(g, kind, cubes, supply, meta, cfg, spaces, cube)
+            K.cube_targets(g, kind, cubes, supply, meta, cfg, spaces, cube, tally)
             for a in range(A):
                 for r in range(S):
                     m[1 + a * S + r] = cube[a, perm[seat, r]]
