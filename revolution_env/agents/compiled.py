@@ -306,7 +306,7 @@ else:
         return bits.standard_gamma(shape)
 
 
-@jit
+@jit(refcounts=False)
 def _sum(a):
     """``np.add.reduce`` of a contiguous 1-D float64 array: NumPy's pairwise summation."""
     n = a.shape[0]
@@ -447,7 +447,7 @@ def _any(a2):
     return False
 
 
-@jit
+@jit(refcounts=False)
 def _argmax(a):
     """The first maximum (``np.argmax``)."""
     best = 0
@@ -457,7 +457,7 @@ def _argmax(a):
     return best
 
 
-@jit
+@jit(refcounts=False)
 def _count_below(sorted_row, q):
     """How many of ``sorted_row`` are below ``q``: ``np.searchsorted(sorted_row, q, "left")``. The keys are
     integers, so those at most ``q`` (``"right"``) are those below ``q + 1``."""
@@ -471,7 +471,7 @@ def _count_below(sorted_row, q):
     return lo
 
 
-@jit
+@jit(refcounts=False)
 def _guy_beat(f, b, g, guy, legal_row):
     """D11 (revised) for one bid: the token type Guy adds to beat ``(f, b, g)`` holding ``guy``, or -1 if he
     cannot (``engine.game.guy_beats``)."""
@@ -490,7 +490,7 @@ def _guy_beat(f, b, g, guy, legal_row):
 # --- the observation -----------------------------------------------------------------------------------------
 
 
-@jit
+@jit(refcounts=False)
 def _int(x):
     """A feature of the observation (a float32) as the integer it holds."""
     return np.int64(np.rint(x))
@@ -573,7 +573,7 @@ def _rounds_left(free, fill_rate, rounds_left):
     return min(rounds, float(max(rounds_left, 0)))
 
 
-@jit
+@jit(refcounts=False)
 def _points(a, counts, settled, t, out):
     """``Position._points``: ``settled * area_points(...)`` of area ``a`` holding ``counts`` (S,), into ``out``."""
     radix, table = t.radix, t.area_points
@@ -586,7 +586,7 @@ def _points(a, counts, settled, t, out):
         out[s] = settled * table[a, idx, s]
 
 
-@jit
+@jit(refcounts=False)
 def _margins(X, change, lead, rounds, j, others, out):
     """``Position.margins(change)`` into ``out`` (S,): every seat's margin over its rivals, its time included."""
     w, lock = j.rival_weight, j.lock
@@ -756,13 +756,13 @@ def _spy_may_replace(movable, supply, owner, a, v):
     return movable[a, v] and v != owner and supply[owner] > 0
 
 
-@jit
+@jit(refcounts=False)
 def _may_swap(movable, a1, s1, s2, a2):
     """``Position.swap_options()[0][a1, s1, s2, a2]``: whether s1's cube in a1 may swap with s2's in a2."""
     return movable[a1, s1] and movable[a2, s2] and s1 != s2 and a1 != a2
 
 
-@jit
+@jit(refcounts=False)
 def _swap_change(move, a1, s1, s2, a2, out):
     """``Position.swap_options()[1][a1, s1, s2, a2]``: s1's cube in a1 becomes s2's, s2's in a2 becomes s1's."""
     for x in range(out.shape[0]):
@@ -798,7 +798,7 @@ def _character_deltas(pos, view, t, j):
     return D
 
 
-@jit
+@jit(refcounts=False)
 def _special_deltas(best, puppet, scale, out):
     """The Spy's or the Apothecary's rows of ``character_deltas`` into ``out`` (S, S + 1): each player's best move,
     times ``special_scale``; the puppet's stay nothing (someone else decides its moves)."""
@@ -1175,7 +1175,7 @@ def _bid_model(rng, view, pos, G, seat, K, mirror, t, judgement, bot):
     return _model_from_rival_bids(pos, view, G, seat, K, rivals, keys, card_value, t, bot)
 
 
-@jit
+@jit(refcounts=False)
 def _bid_worth(model, c, f, b, g, pos, t):
     """``BidModel.values(bid)[c]``: what a bid of (f, b, g) on target ``c`` is worth (the targets are
     independent)."""
@@ -1209,7 +1209,7 @@ def _bid_worth(model, c, f, b, g, pos, t):
     return out
 
 
-@jit
+@jit(refcounts=False)
 def _room(bid, counted, max_characters, out):
     """``heuristics._room``: the targets a token may still join (at most ``max_characters`` carry tokens)."""
     T = bid.shape[0]
@@ -1396,7 +1396,7 @@ def _area_bot_bid(rng, view, pos, t, j, bot):
     return _plan_bid(rng, model, tokens[0], max_group, improve, pos, t)
 
 
-@jit
+@jit(refcounts=False)
 def _bargain_room(bid, c, t):
     """``BargainBot._room``: whether target ``c`` may take tokens (at most six characters carry them)."""
     scheming, C, max_characters = t.scheming, t.n_characters, t.max_characters
