@@ -183,6 +183,17 @@ def test_bad_input_is_refused() -> None:
     batch = BatchedGame(make_layout(Rules()), 2, seeds=[0, 1])
     with pytest.raises(IllegalAction, match="D3"):
         batch.submit_bids([0], np.zeros((1, 3, 12, 3), dtype=np.int64))  # tokens left unplaced
+    held = batch.tokens[:2, :3]  # (2, 3 players, 3 types)
+    good = np.zeros((2, 3, 12, 3), dtype=np.int64)
+    good[:, :, 1] = held  # every token on target 1
+    bad = good.copy()
+    bad[1, 2, 1, 2] += 1  # game 1's third player: a Gold more than held, balanced by a negative count
+    bad[1, 2, 2, 2] = -1
+    before = batch.state_dict(0)
+    with pytest.raises(IllegalAction, match="game 1: .*D3"):
+        batch.submit_bids([0, 1], bad)
+    assert batch.state_dict(0) == before  # refused before any game changed
+    batch.submit_bids([0, 1], good)
     with pytest.raises(IllegalAction, match="no bid is pending|not allowed"):
         batch.choose([0], [-1])
 

@@ -52,6 +52,12 @@ class _Opponent:
         self.batched = agent is None
 
 
+def _present(indices: np.ndarray) -> list[int]:
+    """The distinct values of ``indices`` (non-negative table indices), in order: ``np.unique``'s, counted rather
+    than sorted (a tenth of its time over a 4,096-game step's seats)."""
+    return np.flatnonzero(np.bincount(indices.ravel())).tolist()
+
+
 def _is_random(agent: Any) -> bool:
     from revolution_env.agents.base import RandomAgent
 
@@ -231,7 +237,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         if not self._has_early[games].all():  # never expected: every game that bids waited for it at _observe
             raise RuntimeError(f"vector env: no early bids for games {games[~self._has_early[games]].tolist()}")
         opp = self.opponent_of[games]  # (n, players)
-        for index in np.unique(opp[opp >= 0]).tolist():
+        for index in _present(opp[opp >= 0]):
             rows, seats = np.nonzero(opp == index)
             g = games[rows]
             counts = (
@@ -254,7 +260,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
             return
         self._has_early[waiting] = True
         opp = self.opponent_of[waiting]
-        for index in np.unique(opp[opp >= 0]).tolist():
+        for index in _present(opp[opp >= 0]):
             opponent = self._table[index]
             if opponent.batched:  # random: drawn from its game's generator when the bids are in
                 continue
@@ -318,7 +324,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
             kinds = kind[waiting]
             values = np.zeros(len(waiting), dtype=np.int64)
             jobs = []
-            for index in np.unique(which).tolist():
+            for index in _present(which):
                 rows = np.flatnonzero(which == index)
                 jobs.append((self._table[index], waiting[rows], seats[rows], kinds[rows], rows))
             for (_, _, s, k, rows), actions in zip(jobs, self._agents_act(jobs)):

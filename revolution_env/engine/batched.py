@@ -282,11 +282,10 @@ class BatchedGame:
         if (self.meta[g, KIND] != K.K_BID).any():
             bad = int(g[self.meta[g, KIND] != K.K_BID][0])
             raise IllegalAction(f"game {bad}: no bid is pending (pending: {Decision(int(self.meta[bad, KIND]))})")
-        bids = bids.astype(np.int64, copy=False)
-        placed = np.einsum("nptk->npk", bids)  # bids.sum(2): NumPy sums a middle axis of 3-wide rows 6x slower
-        if (bids < 0).any() or (placed != self.tokens[g, : L.players]).any():
-            bad = int(g[((placed != self.tokens[g, : L.players]).any((1, 2))) | (bids < 0).any((1, 2, 3))][0])
-            raise IllegalAction(f"game {bad}: every held token must be placed, and nothing else (D3)")
+        bids = np.ascontiguousarray(bids, dtype=np.int64)
+        bad = K.misplaced_bid(g, bids, self.tokens)
+        if bad >= 0:
+            raise IllegalAction(f"game {int(g[bad])}: every held token must be placed, and nothing else (D3)")
         self._grow_history(int(self.meta[g, ROUND].max()))
         given = np.full(len(g), -1, dtype=np.int64)
         coin = given

@@ -592,6 +592,25 @@ def submit_all(games, raw, given, coin, st, tb, hist_bids, hist_priority, work):
     return -1
 
 
+@jit(refcounts=False)
+def misplaced_bid(games, raw, tokens):
+    """The index of the first of ``games`` whose bids ``raw`` (n, P, T, 3) place other than exactly what each player
+    holds (D3), or hold a negative count; -1 if none does."""
+    for i in range(len(games)):
+        g = games[i]
+        for p in range(raw.shape[1]):
+            for t in range(3):
+                placed = 0
+                for c in range(raw.shape[2]):
+                    n = raw[i, p, c, t]
+                    if n < 0:
+                        return i
+                    placed += n
+                if placed != tokens[g, p, t]:
+                    return i
+    return -1
+
+
 @jit
 def choose_many(games, values, st, tb, ok):
     """:func:`choose` for each game; ``ok[i]`` says whether game ``games[i]``'s choice was allowed."""
