@@ -533,12 +533,12 @@ def submit_all(games, raw, given, coin, st, tb, hist_bids, hist_priority, work):
     for i in range(len(games)):
         g = games[i]
         r = meta[g, ROUND] - 1
-        for p in range(S):
+        for p in range(P, S):  # the puppet's seat: its bids come from the players' Guy placements
             for c in range(T):
                 for t in range(3):
                     revealed[g, p, c, t] = 0
                     bids[g, p, c, t] = 0
-        for p in range(P):
+        for p in range(P):  # every entry of the players' rows is written
             placed = 0  # characters that still carry tokens (D16: counted after illegal tokens are removed)
             for c in range(T):
                 has = False
@@ -556,6 +556,7 @@ def submit_all(games, raw, given, coin, st, tb, hist_bids, hist_priority, work):
                     if keep and legal[c, t]:
                         bids[g, p, c, t] = n
                     else:
+                        bids[g, p, c, t] = 0
                         bank[g, t] += n  # illegal, or past the sixth character: to the bank
             for t in range(3):
                 tokens[g, p, t] = 0
