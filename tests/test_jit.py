@@ -120,8 +120,10 @@ def test_the_vector_env_steps_the_same_games_in_parts_as_in_one_call(monkeypatch
     """The batched engine's steps, observations and masks split over two threads (``in_parts``) give the games of
     one thread, step for step."""
     from revolution_env.common import jit as J
+    from revolution_env.engine import batched as B
 
     monkeypatch.setattr(J, "PARALLEL_ROWS", 300)  # parts of 300 rows: the same code, fewer games to step
+    monkeypatch.setattr(B, "GAME_ROWS", 100)  # the engine's steps too, with fewer games waiting for each kind
     runs = []
     for threads in ("2", "1"):
         monkeypatch.setenv("REVOLUTION_THREADS", threads)

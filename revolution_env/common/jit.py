@@ -8,8 +8,10 @@ heuristic bots' build took a quarter less with their single-caller functions inl
 ``@jit(refcounts=False)`` compiles a function without Numba's reference counting (``_nrt=False``): compiled code
 calls the runtime twice, through a pointer, for every array it binds to a name or passes on, even a
 :func:`borrowed` one, and a loop over games that runs the batched engine's rules made some 250 such calls a game
-(a quarter of its time). Such a function, and every function it calls, must not allocate an array (Numba refuses
-to compile it) nor return one: the caller allocates and owns what it works on, as with :func:`borrowed`.
+(a quarter of its time). Such a function must not allocate an array (Numba refuses to compile an allocation in it
+or in what it inlines) nor return one, and a function it calls without inlining it must be compiled the same way
+(Numba would compile an allocation there, and nothing would free it): the caller allocates and owns what it works
+on, as with :func:`borrowed`.
 
 The batched engine (``revolution_env.engine.kernels``) and the compiled heuristic bots
 (``revolution_env.agents.compiled``) are written as loops for it. Ctrl-C and SIGTERM wait while Numba compiles a

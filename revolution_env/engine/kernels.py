@@ -516,7 +516,8 @@ def submit_many(games, raw, given, coin, st, tb, hist_bids, hist_priority):
     cleaned (illegal tokens, then bids past the sixth character, to the bank: docs/rules.md §3, D16, D18), recorded in
     the history, then Scheming (two players: D9's priority, ``given`` where >= 0 else the rule, else ``coin``) and
     resolution up to the next decision or the end. Returns the index of a game whose given priority contradicts
-    the rule, or -1; nothing of that game or the ones after it is changed then."""
+    the rule, or -1; the games after it are not changed then, and its bids are written but not resolved
+    (``BatchedGame.submit_bids`` checks the given priority before it calls)."""
     st, tb = borrowed(st), borrowed(tb)
     return submit_all(games, raw, given, coin, st, tb, hist_bids, hist_priority, scratch(tb[0]))
 
