@@ -118,7 +118,8 @@ def in_parts(n: int, call: Callable[[int, int], R], minimum: int | None = None) 
     that pool (which must not wait on the pool it occupies); else ``call(0, n)`` alone. For compiled loops that
     release the GIL (every ``jit`` function does: ``nogil``) and write only their rows, so that the parts give what
     one call over every row gives (the batched engine's steps, observations and masks: a 4,096-game step of the
-    vector env with random opponents 1.3x as fast on two cores). Returns each part's result, in order; a part's error is raised once every part has finished."""
+    vector env with random opponents 1.3x as fast on two cores). Returns each part's result, in order; a part's
+    error is raised once every part has finished."""
     minimum = PARALLEL_ROWS if minimum is None else minimum
     parts = min(opponent_threads(), n // max(1, minimum)) if COMPILED and not in_thread_pool() else 1
     if parts < 2:

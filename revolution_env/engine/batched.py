@@ -315,7 +315,8 @@ class BatchedGame:
     def choose(self, games: Any, values: Any) -> None:
         """Answer the pending non-bid decision of each of ``games``: ``values`` per game, -1 to decline or pass,
         ``area * S + seat`` (absolute seat) for a cube, ``(character * 2 + answered_seat) * 2 + mode`` for a Guy
-        placement. Raises :class:`IllegalAction` if a choice is not allowed (the other games' allowed choices are applied)."""
+        placement. Raises :class:`IllegalAction` if a choice is not allowed (the other games' allowed choices are
+        applied)."""
         g = np.asarray(games, dtype=np.int64).reshape(-1)
         values = np.asarray(values, dtype=np.int64).reshape(-1)
         if len(values) != len(g):

@@ -636,8 +636,7 @@ def options_many(games, st, tb, cube_out, guy_out, decline_out):
     st, tb = borrowed(st), borrowed(tb)
     tokens, cubes, supply, bids, meta = st[0], st[3], st[4], st[5], st[11]
     cfg, legal, spaces = tb[0], tb[1], tb[6]
-    beat = np.zeros((cfg[C_CHARS], 2, 3), dtype=np.int64)
-    tally = np.zeros(cfg[C_AREAS] + cfg[C_SEATS], dtype=np.int64)
+    beat, tally = scratch(cfg)[2:]
     for i in range(len(games)):
         g = games[i]
         kind = meta[g, KIND]

@@ -209,8 +209,8 @@ def observe_many(games, seats, kinds, st, tb, perm, inv, at, card_type, out):
 
 @jit
 def masks_many(games, seats, kinds, st, tb, perm, codes, out):
-    """``Codec.mask`` for each (game, seat, kind), into the rows of ``out`` (each zeroed here first). Dimension 0 allows only 0, but
-    for a non-bid decision: declining where allowed, then the engine's options in the seat's relative terms (Guy's
+    """``Codec.mask`` for each (game, seat, kind), into the rows of ``out`` (each zeroed here first). Dimension 0
+    allows only 0, but for a non-bid decision: declining where allowed, then the engine's options in the seat's relative terms (Guy's
     placements over (character, answered seat with the seat's own first, tie/beat); cubes over (area, relative
     seat)). A token dimension allows its type's legal targets where the seat bids now and holds that token, else
     only 0."""
@@ -219,10 +219,7 @@ def masks_many(games, seats, kinds, st, tb, perm, codes, out):
     cfg, legal, spaces = tb[0], tb[1], tb[6]
     S, A, n_chars = cfg[C_SEATS], cfg[C_AREAS], cfg[C_CHARS]
     T = codes[1]
-    guy = np.zeros((n_chars, 2, 2), dtype=np.bool_)
-    beat = np.zeros((n_chars, 2, 3), dtype=np.int64)
-    cube = np.zeros((A, S), dtype=np.bool_)
-    tally = np.zeros(A + S, dtype=np.int64)
+    cube, guy, beat, tally = K.scratch(cfg)  # the engine's work arrays for its cube and Guy options
     for i in range(len(games)):
         g, seat, kind = games[i], seats[i], kinds[i]
         m = out[i]
