@@ -346,11 +346,11 @@ def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, f
     (else PPO's); a tenth is held out. Returns :func:`score` on the held-out tenth.
 
     Each minibatch's gradient is the sum of its two halves' (:func:`_half_gradients`), taken side by side in two
-    threads (``workers.side_by_side``) or one after the other, whichever :class:`_Pace` finds faster now (torch's kernels release the GIL):
-    the same weights either way, on any machine. Two passes over 400k decisions, 2 cores: 13.2 to 14.8 s side by
-    side against 16.4 to 17.6 s for one minibatch on one thread; beside one busy process 18 s side by side and
-    17 s one after the other. Torch's own two threads spin at their OpenMP barriers: beside a busy process they
-    took 2.2 times as long as one thread."""
+    threads (``workers.side_by_side``) or one after the other, whichever :class:`_Pace` finds faster now (torch's
+    kernels release the GIL): the same weights either way, on any machine. Two passes over 400k decisions, 2
+    cores: 13.2 to 14.8 s side by side against 16.4 to 17.6 s for one minibatch on one thread; beside one busy
+    process 18 s side by side and 17 s one after the other. Torch's own two threads spin at their OpenMP
+    barriers: beside a busy process they took 2.2 times as long as one thread."""
     policy = model.policy
     rng = np.random.default_rng(config.seed)
     fit, held = held_out(len(demos), config.seed)
@@ -370,8 +370,9 @@ def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, f
             rng.shuffle(fit)
             for start in range(0, len(fit), size):
                 idx = fit[start : start + size]
-                calls = [functools.partial(_half_gradients, policy, params, runs, config.vf_coef, len(idx),
-                                           _batch(demos, half, policy.device)) for half in np.array_split(idx, 2)]  # fmt: skip
+                args = (policy, params, runs, config.vf_coef, len(idx))
+                halves = [_batch(demos, half, policy.device) for half in np.array_split(idx, 2)]
+                calls = [functools.partial(_half_gradients, *args, batch) for batch in halves]
                 with pace as parallel:
                     grads, rest = side_by_side(calls, parallel)
                 for p, a, b in zip(params, grads, rest):
