@@ -210,10 +210,10 @@ def observe_many(games, seats, kinds, st, tb, perm, inv, at, card_type, out):
 @jit
 def masks_many(games, seats, kinds, st, tb, perm, codes, out):
     """``Codec.mask`` for each (game, seat, kind), into the rows of ``out`` (each zeroed here first). Dimension 0
-    allows only 0, but for a non-bid decision: declining where allowed, then the engine's options in the seat's relative terms (Guy's
-    placements over (character, answered seat with the seat's own first, tie/beat); cubes over (area, relative
-    seat)). A token dimension allows its type's legal targets where the seat bids now and holds that token, else
-    only 0."""
+    allows only 0, but for a non-bid decision: declining where allowed, then the engine's options in the seat's
+    relative terms (Guy's placements over (character, answered seat with the seat's own first, tie/beat); cubes
+    over (area, relative seat)). A token dimension allows its type's legal targets where the seat bids now and
+    holds that token, else only 0."""
     st, tb, out = borrowed(st), borrowed(tb), borrowed(out)  # the caller's, for the whole call
     tokens, cubes, supply, bids, meta = st[0], st[3], st[4], st[5], st[11]
     cfg, legal, spaces = tb[0], tb[1], tb[6]
