@@ -268,7 +268,7 @@ def _same_games_to_a_choice(rules: Rules, n: int, seed: int, skip: set[int] = fr
     L = make_layout(rules)
     batch = BatchedGame(L, n, seeds=[seed] * n, rng=np.random.default_rng(seed))
     everyone = np.arange(n)
-    state = random_states(np.array([seed]))
+    state = random_states(np.full(n, seed))  # game 0's draws the copies' bids
     rng = np.random.default_rng(seed)
     while not batch.over[0]:
         kind = int(batch.kind[0])
@@ -374,3 +374,99 @@ def test_random_play_in_batch_draws_the_same_as_plain_python() -> None:
         "from revolution_env.engine.kernels import COMPILED\n"
         f"assert not COMPILED\nassert random_play_digest() == {expected!r}\n"
     )
+
+
+@pytest.mark.parametrize(
+    "variant",
+    ["3 players", "2 players (Guy)", "4 players", "first edition, 3 players", "first edition, 2 players (Guy)"],
+)
+def test_step_is_submit_choose_and_play_random_in_one(variant: str) -> None:
+    """``BatchedGame.step`` (the vector env's step: the decisions in, the random seats' drawn) leaves every game as
+    ``submit_bids``, ``choose`` and ``play_random`` called in turn leave it: the state, the exported history and
+    the generators, after every step of whole games in which some seats are random and the others decide."""
+    L = make_layout(VARIANTS[variant])
+    n, P = 24, L.players
+    rng = np.random.default_rng(7)
+    random_seat = rng.random((n, P)) < 0.5
+    random_seat[np.arange(n), rng.integers(P, size=n)] = False  # a seat that decides in every game
+    one, two = (BatchedGame(L, n, seeds=np.arange(n) + 100, rng=np.random.default_rng(3)) for _ in range(2))
+    states_one, states_two = random_states(np.arange(n)), random_states(np.arange(n))
+    deciders_state = random_states(np.arange(n) + 50)  # the deciding seats' own draws (bids)
+    everyone = np.arange(n)
+    for _ in range(400):
+        kind, seat = one.kind.copy(), one.decider.copy()
+        bidding = everyone[kind == int(BID)]
+        choosing = everyone[(kind >= int(GUY)) & ~random_seat[everyone, seat]]
+        if len(bidding) + len(choosing) == 0:
+            break
+        games = np.sort(np.concatenate([bidding, choosing]))
+        bids = np.zeros((len(games), P, L.n_targets, 3), dtype=np.int64)
+        values = np.zeros(len(games), dtype=np.int64)
+        at = np.searchsorted(games, bidding)
+        for s in range(P):  # the deciding seats' bids (the random seats' rows are the engine's, left at zero)
+            mine = ~random_seat[bidding, s]
+            bids[at[mine], s] = one.random_bids(bidding[mine], np.full(mine.sum(), s), deciders_state)
+        cubes, guy, decline = one.options(choosing)
+        for i, g in enumerate(choosing.tolist()):  # a uniform legal choice, declining included where allowed
+            options = np.flatnonzero(guy[i].ravel() if kind[g] == int(GUY) else cubes[i].ravel()).tolist()
+            options += [-1] if decline[i] else []
+            values[np.searchsorted(games, g)] = options[rng.integers(len(options))]
+        # one: the three calls in turn (the random seats' bids drawn seat by seat, as the engine draws them)
+        full = bids[at].copy()
+        for s in range(P):
+            rows = np.flatnonzero(random_seat[bidding, s])
+            full[rows, s] = one.random_bids(bidding[rows], np.full(len(rows), s), states_one)
+        one.submit_bids(bidding, full)
+        one.choose(choosing, values[np.searchsorted(games, choosing)])
+        waiting = everyone[(one.kind >= int(GUY)) & random_seat[everyone, one.decider]]
+        one.play_random(waiting, random_seat, states_one)
+        # two: in one
+        two.step(games, bids, values, random_seat, states_two)
+        for a, b in zip(one._st, two._st):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(states_one, states_two)
+    assert one.over.all()
+    for i in range(n):
+        assert one.snapshot([i]).export(0) == two.snapshot([i]).export(0)
+
+
+def test_step_refuses_misplaced_bids_and_choices_not_allowed() -> None:
+    """``BatchedGame.step``'s bad input: bids that do not place exactly the held tokens (D3), a choice the rules do
+    not allow, a game with nothing to decide, bids of the wrong shape: a clear error naming the game."""
+    L = make_layout(Rules(players=3))
+    game = BatchedGame(L, 2, seeds=[1, 2])
+    random_seat = np.zeros((2, 3), dtype=bool)
+    states = random_states(np.arange(2))
+    bids = np.zeros((2, 3, L.n_targets, 3), dtype=np.int64)
+    with pytest.raises(IllegalAction, match=r"game 0: every held token must be placed.*\(D3\)"):
+        game.step([0, 1], bids, [0, 0], random_seat, states)
+    with pytest.raises(ValueError, match=r"bids: expected a contiguous int64 array of shape \(2, 3, "):
+        game.step([0, 1], bids[:, :2], [0, 0], random_seat, states)
+    with pytest.raises(ValueError, match="values: expected 2 choices, got 1"):
+        game.step([0, 1], bids, [0], random_seat, states)
+    with pytest.raises(ValueError, match="states: expected the games' generators, a writable int64 array of 2"):
+        game.step([0, 1], bids, [0, 0], random_seat, random_states(np.arange(3)))
+    with pytest.raises(ValueError, match=r"random_seat: expected a bool array of shape \(2, 3\)"):
+        game.step([0, 1], bids, [0, 0], random_seat[:, :2], states)
+    game.step([0, 1], bids, [0, 0], ~random_seat, states)  # every seat random: the games play on to a bid
+    while not game.over.all():
+        game.step(np.flatnonzero(~game.over), bids[: int((~game.over).sum())], np.zeros((~game.over).sum()),
+                  ~random_seat, states)  # fmt: skip
+    with pytest.raises(IllegalAction, match="game 0: no decision is pending"):
+        game.step([0], bids[:1], [0], random_seat, states)
+    game = BatchedGame(L, 40, seeds=np.arange(40))
+    states = random_states(np.arange(40))
+    random_seat = np.zeros((40, 3), dtype=bool)
+    random_seat[:, 1:] = True
+    everyone = np.arange(40)
+    for _ in range(30):  # seat 0 bids at random until some game asks it a non-bid decision
+        asked = everyone[(game.kind >= int(GUY)) & (game.decider == 0)]
+        if len(asked):
+            break
+        own = np.zeros((40, 3, L.n_targets, 3), dtype=np.int64)
+        bidding = everyone[game.kind == int(BID)]
+        own[: len(bidding), 0] = game.random_bids(bidding, np.zeros(len(bidding), dtype=np.int64), states)
+        game.step(bidding, own[: len(bidding)], np.zeros(len(bidding)), random_seat, states)
+    g = int(asked[0])
+    with pytest.raises(IllegalAction, match=rf"game {g}: .* choice 999 is not allowed"):
+        game.step([g], np.zeros((1, 3, L.n_targets, 3), dtype=np.int64), [999], random_seat, states)

@@ -143,13 +143,13 @@ def test_remove_cards_are_decisions_of_the_learner_and_of_the_opponents() -> Non
     env = revolution_env.vector_env(6, players=3, opponents="random", first_edition=True)
     env.reset(seed=4)
     deciders = []
-    choose = env.game.choose
+    step = env.game.step
 
-    def recorded(games, values):
+    def recorded(games, bids, values, random_seat, states):  # the learner's decisions
         g = np.asarray(games)
         removes = env.game.kind[g] == int(revolution_env.Decision.REMOVE)
         deciders.extend((env.game.decider[g[removes]] == env.seat[g[removes]]).tolist())
-        return choose(games, values)
+        return step(games, bids, values, random_seat, states)
 
     def played_randomly(games, random_seat, states):  # the random opponents: one choice a game per call here
         g = np.asarray(games)
@@ -157,7 +157,7 @@ def test_remove_cards_are_decisions_of_the_learner_and_of_the_opponents() -> Non
         deciders.extend((env.game.decider[g[removes]] == env.seat[g[removes]]).tolist())
         return play_random(games, random_seat, states)
 
-    env.game.choose = recorded
+    env.game.step = recorded
     play_random = env.game.play_random
     env.game.play_random = played_randomly
     asked = 0

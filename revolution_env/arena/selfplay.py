@@ -54,6 +54,9 @@ class SelfPlayVectorEnv(BatchedVectorEnv):
         self.decisions_made = 0  # rows stepped with a real decision (not NONE), since construction
         # the token mode: whether a row's bid is complete (it waits for the others of its game)
         self._complete = np.zeros(self.num_envs, dtype=bool)
+        # no seat is random (BatchedGame.step's random seats and their generators, unused)
+        self._no_random = np.zeros((self.num_games, self.players), dtype=bool)
+        self._no_states = np.zeros(self.num_games, dtype=np.int64)
 
     @property
     def decisions(self) -> np.ndarray:
@@ -92,20 +95,24 @@ class SelfPlayVectorEnv(BatchedVectorEnv):
         held = game.tokens[self.row_game[bidding], self.row_seat[bidding]]
         self._complete[bidding] = self.mode.place_many(bidding, actions[bidding], held)
         waiting = np.flatnonzero(pending == K.K_BID)
-        games = waiting[self._complete[self._rows(waiting)].all(1)]
-        if len(games):
-            rows = self._rows(games).ravel()
+        bidding = waiting[self._complete[self._rows(waiting)].all(1)]
+        choosing = np.flatnonzero(pending >= K.K_GUY)
+        games = np.union1d(bidding, choosing)  # the games that decide, in one step of the engine
+        bids = np.empty((len(games), self.players, self.codec.T, 3), dtype=np.int64)  # rows of choosing games unread
+        values = np.zeros(len(games), dtype=np.int64)
+        if len(bidding):
+            rows = self._rows(bidding).ravel()
             held = game.tokens[self.row_game[rows], self.row_seat[rows]]
-            bids = self.mode.counts_many(self.view, rows, actions[rows], held)
+            counts = self.mode.counts_many(self.view, rows, actions[rows], held)
+            bids[np.searchsorted(games, bidding)] = counts.reshape(len(bidding), self.players, self.codec.T, 3)
             self.mode.clear(rows)
             self._complete[rows] = False
-            game.submit_bids(games, bids.reshape(len(games), self.players, self.codec.T, 3))
-        choosing = np.flatnonzero(pending >= K.K_GUY)
         if len(choosing):
             seats = game.decider[choosing]
             rows = choosing * self.players + seats
             choices = self.mode.choices_many(actions[rows])
-            game.choose(choosing, self.view.engine_choices(choices, seats, game.kind[choosing]))
+            values[np.searchsorted(games, choosing)] = self.view.engine_choices(choices, seats, game.kind[choosing])
+        game.step(games, bids, values, self._no_random, self._no_states)
 
 
 def selfplay_vector_env(num_games: int, players: int = 3, **options: Any) -> SelfPlayVectorEnv:

@@ -12,8 +12,9 @@
 | finished games  | ``pop_finished()``: ``(scenario, final_state)`` pairs that ``revolution scenario`` replays        |
 
 Every game is held by one :class:`revolution_env.engine.batched.BatchedGame`. Opponents: ``"random"`` is played by the
-engine's compiled random play (``BatchedGame.random_bids`` and ``play_random``: each token to a uniform legal target,
-each other decision uniform over its options), each game drawing from its own generator seeded from the game's seed.
+engine's compiled random play (``random_bids`` and ``play_random``'s rule: each token to a uniform legal target, each
+other decision uniform over its options) inside the step that takes the learner's decisions (``BatchedGame.step``: one
+compiled pass over the games, side by side), each game drawing from its own generator seeded from the game's seed.
 Any agent with ``act_batch(observations, masks, decisions) -> actions`` is called once per step for all the games it
 plays in: a policy checkpoint in one forward pass (``PolicyAgent.act_batch``), a heuristic bot through its compiled code
 (``revolution_env.agents.compiled``: the same decisions as its ``act`` on each row in turn, about 0.2 ms a bid).
@@ -213,39 +214,40 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         held = game.tokens[bidding, self.seat[bidding]]
         complete = self.mode.place_many(bidding, actions[bidding], held)  # in the token mode, one token placed
         bidding, held = bidding[complete], held[complete]
+        # the games that decide, in order (mixed, so that the parts side by side get as many bids each), with one
+        # array of bids (the rows of the games that choose unread) and one of choices
+        deciding = np.zeros(self.num_envs, dtype=bool)
+        deciding[bidding] = deciding[choosing] = True
+        games, row = np.flatnonzero(deciding), np.cumsum(deciding) - 1  # row[game]: its row in games
+        bids = np.empty((len(games), self.players, self.codec.T, 3), dtype=np.int64)
+        values = np.zeros(len(games), dtype=np.int64)
         if len(bidding):
-            bids = np.zeros((len(bidding), self.players, self.codec.T, 3), dtype=np.int64)
-            bids[np.arange(len(bidding)), self.seat[bidding]] = self.mode.counts_many(
-                view, bidding, actions[bidding], held
-            )
+            at = row[bidding]
+            bids[at, self.seat[bidding]] = self.mode.counts_many(view, bidding, actions[bidding], held)
             self.mode.clear(bidding)
-            self._opponent_bids(bidding, bids)
-            game.submit_bids(bidding, bids)
+            self._opponent_bids(bidding, bids, at)
         if len(choosing):
             choices = self.mode.choices_many(actions[choosing])
-            values = view.engine_choices(choices, self.seat[choosing], kinds[choosing])
-            game.choose(choosing, values)
-        self._play_opponents()
+            values[row[choosing]] = view.engine_choices(choices, self.seat[choosing], kinds[choosing])
+        random_seat = self.opponent_of == 0
+        game.step(games, bids, values, random_seat, self._random_states)  # random opponents' decisions drawn there
+        self._play_opponents(random_seat)
 
     def _final_extras(self) -> dict[str, np.ndarray]:
         # the other seats' opponents, in seat order, as indices into opponent_names()
         return {"opponents": self.opponent_of[self.opponent_of >= 0].reshape(self.num_envs, self.players - 1).copy()}
 
-    def _opponent_bids(self, games: np.ndarray, bids: np.ndarray) -> None:
-        """Every opponent's bid in ``games`` (all waiting for bids), written into ``bids`` (n, players, T, 3): the
-        random opponent's drawn now, the agents' decided when the round began (:meth:`_decide_bids_early`)."""
+    def _opponent_bids(self, games: np.ndarray, bids: np.ndarray, at: np.ndarray) -> None:
+        """The agents' bids in ``games`` (all waiting for bids), written into the rows ``at`` of ``bids`` (players, T,
+        3 each): decided when the round began (:meth:`_decide_bids_early`). The random opponents' rows are drawn by
+        the engine (``BatchedGame.step``)."""
         if not self._has_early[games].all():  # never expected: every game that bids waited for it at _observe
             raise RuntimeError(f"vector env: no early bids for games {games[~self._has_early[games]].tolist()}")
         opp = self.opponent_of[games]  # (n, players)
-        for index in _present(opp[opp >= 0]):
+        for index in _present(opp[opp > 0]):
             rows, seats = np.nonzero(opp == index)
             g = games[rows]
-            counts = (
-                self.game.random_bids(g, seats, self._random_states)
-                if self._table[index].batched
-                else self.view.bid_counts(self._early[g, seats], self.game.tokens[g, seats])
-            )
-            bids[rows, seats] = counts
+            bids[at[rows], seats] = self.view.bid_counts(self._early[g, seats], self.game.tokens[g, seats])
         self._has_early[games] = False
 
     def _decide_bids_early(self) -> None:
@@ -302,12 +304,12 @@ class RevolutionVectorEnv(BatchedVectorEnv):
             future.set_exception(exc)
         return future
 
-    def _play_opponents(self) -> None:
+    def _play_opponents(self, random_seat: np.ndarray) -> None:
         """Opponents' non-bid decisions (Guy, Spy, Apothecary, Remove) until every game waits for the learner or is
-        over: the random opponents' in compiled loops (``BatchedGame.play_random``, game by game until another seat
-        decides), the agents' in one batch per agent and pass."""
+        over: the agents' in one batch per agent and pass, the random opponents' that follow them in compiled loops
+        (``BatchedGame.play_random``, game by game until another seat decides; those that follow the learner's
+        decision were played in ``BatchedGame.step``)."""
         game = self.game
-        random_seat = self.opponent_of == 0
         everyone = np.arange(self.num_envs)
         while True:
             kind = game.meta[:, K.KIND]

@@ -103,7 +103,7 @@ class BatchedGame:
     """``n`` games of the variant ``layout``, each with its own seed and pending decision.
 
     Decisions go in per game index: :meth:`submit_bids` for the games waiting for bids, :meth:`choose` for the
-    others. Games are reset individually (:meth:`reset`), so finished ones can start again while others play on.
+    others, or both at once in :meth:`step` (the vector envs' step, random seats' decisions drawn inside). Games are reset individually (:meth:`reset`), so finished ones can start again while others play on.
     ``rng`` draws D9's coin flips (a scenario exported by :meth:`export` carries the resulting ``priority``); the
     first edition's shuffles come from each game's seed, as the scalar engine's do.
     """
@@ -355,16 +355,18 @@ class BatchedGame:
         target of its type (``engine.random_play``'s rule), drawn from the games' generators ``states``
         (``kernels.random_states``, one per game of the batch, advanced in place)."""
         g, s = (np.ascontiguousarray(a, dtype=np.int64) for a in (games, seats))
-        out = np.zeros((len(g), self.layout.n_targets, 3), dtype=np.int64)
+        self._check_random(states)
+        out = np.empty((len(g), 1, self.layout.n_targets, 3), dtype=np.int64)
         targets, counts = self._random_targets
         K.random_bids_many(g, s, self.tokens, targets, counts, states, out)
-        return out
+        return out[:, 0]
 
     def play_random(self, games: np.ndarray, random_seat: np.ndarray, states: np.ndarray) -> None:
         """Uniform random choices (``engine.random_play``'s rule) in ``games`` for as long as each waits for a non-bid
         decision of a seat with ``random_seat[game, seat]`` (N, players) true; drawn from the games' generators
         ``states``, recorded for export like :meth:`choose`'s."""
         g = np.ascontiguousarray(games, dtype=np.int64)
+        random_seat = self._check_random(states, random_seat)
         first_edition = self.layout.card_space >= 0
         hist = (self._hist_spy, self._hist_apothecary, self._hist_guy, self._hist_remove)
 
@@ -381,6 +383,79 @@ class BatchedGame:
             self._draw_ahead(g)  # one choice per game per call: the deck is refilled between choices
             kind, seat = self.meta[g, KIND], self.meta[g, DSEAT]
             g = g[(kind >= K.K_GUY) & random_seat[g, seat]]
+
+    def step(
+        self, games: np.ndarray, bids: np.ndarray, values: np.ndarray, random_seat: np.ndarray, states: np.ndarray
+    ) -> None:
+        """One decision of each of ``games`` (distinct), in one pass over them side by side, and the random seats'
+        decisions that follow: :meth:`submit_bids`, :meth:`choose` and :meth:`play_random` in one. A game that waits
+        for bids takes ``bids[i]`` (players, T, 3) with the rows of the seats with ``random_seat[game, seat]`` (N,
+        players) drawn here instead (:meth:`random_bids`' rule, from the games' generators ``states``); one that
+        waits for a non-bid decision takes ``values[i]`` (:meth:`choose`'s value). Then each game's random seats
+        play their non-bid decisions until another seat decides or the game ends. The games come out as those
+        methods called in turn leave them (``tests/test_batched.py``). Bids that misplace tokens (D3) or a choice
+        not allowed raise :class:`IllegalAction` naming the first such game; the other games' decisions are made.
+        ``bids`` is written to (the random seats' rows)."""
+        L = self.layout
+        g = np.ascontiguousarray(games, dtype=np.int64).reshape(-1)
+        n = len(g)
+        if not (isinstance(bids, np.ndarray) and bids.shape == (n, L.players, L.n_targets, 3)
+                and bids.dtype == np.int64 and bids.flags.c_contiguous):  # fmt: skip
+            raise ValueError(f"bids: expected a contiguous int64 array of shape {(n, L.players, L.n_targets, 3)}")
+        values = np.ascontiguousarray(values, dtype=np.int64).reshape(-1)
+        if len(values) != n:
+            raise ValueError(f"values: expected {n} choices, got {len(values)}")
+        random_seat = self._check_random(states, random_seat)
+        kinds = self.meta[g, KIND]  # a copy
+        waiting = (kinds == K.K_BID) | (kinds >= K.K_GUY)
+        if not waiting.all():
+            bad = int(g[~waiting][0])
+            raise IllegalAction(f"game {bad}: no decision is pending")
+        bidding = kinds == K.K_BID
+        coin = np.zeros(n, dtype=np.int64)
+        if bidding.any():
+            self._grow_history(int(self.meta[g[bidding], ROUND].max()))
+            if L.scheming >= 0:  # D9's coin flip, where the rule comes to it
+                coin[bidding] = self.rng.integers(2, size=int(bidding.sum()))
+        outcome = np.empty(n, dtype=np.int64)
+        targets, counts = self._random_targets
+        hist = (self._hist_bids, self._hist_priority, self._hist_spy, self._hist_apothecary, self._hist_guy,
+                self._hist_remove)  # fmt: skip
+        first_edition = L.card_space >= 0  # its random choices one at a time, the deck refilled between them
+        st, tb = self._st, self._tb
+        in_parts(
+            n,
+            lambda lo, hi: K.step_many(g[lo:hi], bids[lo:hi], values[lo:hi], random_seat, coin[lo:hi], st, tb,
+                                       states, targets, counts, hist, not first_edition, outcome[lo:hi]),
+            GAME_ROWS,
+        )  # fmt: skip
+        if first_edition:
+            self._draw_ahead(g)
+            kind, seat = self.meta[g, KIND], self.meta[g, DSEAT]
+            self.play_random(g[(outcome == K.DECIDED) & (kind >= K.K_GUY) & random_seat[g, seat]], random_seat, states)
+        failed = np.flatnonzero(outcome != K.DECIDED)
+        if len(failed):
+            i = int(failed[0])
+            if outcome[i] == K.MISPLACED_BID:
+                raise IllegalAction(f"game {int(g[i])}: every held token must be placed, and nothing else (D3)")
+            if outcome[i] == K.REFUSED_CHOICE:
+                what = Decision(int(kinds[i]))
+                raise IllegalAction(f"game {int(g[i])}: {what} choice {int(values[i])} is not allowed")
+            raise RuntimeError(f"game {int(g[i])}: a random choice was refused by the engine")
+
+    def _check_random(self, states: np.ndarray, random_seat: Any = None) -> np.ndarray | None:
+        """The random seats (N, players) as the kernels read them (bool, contiguous), after checking them and the
+        games' generators ``states`` (advanced in place: the caller's int64 array of N): the kernels index both by
+        game and seat unchecked, and a shorter array would be read and written past its end."""
+        if not (isinstance(states, np.ndarray) and states.shape == (self.n,) and states.dtype == np.int64
+                and states.flags.c_contiguous and states.flags.writeable):  # fmt: skip
+            raise ValueError(f"states: expected the games' generators, a writable int64 array of {self.n}")
+        if random_seat is None:
+            return None
+        random_seat = np.ascontiguousarray(random_seat, dtype=bool)
+        if random_seat.shape != (self.n, self.layout.players):
+            raise ValueError(f"random_seat: expected a bool array of shape {(self.n, self.layout.players)}")
+        return random_seat
 
     # --- history and export ------------------------------------------------------------------------------------
 

@@ -525,73 +525,82 @@ def submit_many(games, raw, given, coin, st, tb, hist_bids, hist_priority):
 @jit(refcounts=False)
 def submit_all(games, raw, given, coin, st, tb, hist_bids, hist_priority, work):
     """:func:`submit_many`'s loop over the games, with its work arrays."""
+    for i in range(len(games)):
+        if not submit_game(games[i], i, raw, given[i], coin[i], st, tb, hist_bids, hist_priority, work):
+            return i
+    return -1
+
+
+@jit(inline=True)
+def submit_game(g, i, raw, given, coin, st, tb, hist_bids, hist_priority, work):
+    """Game ``g``'s bids ``raw[i]`` (P, T, 3), as :func:`submit_many` takes them, cleaned, recorded and resolved up to
+    the next decision or the end; False (and the bids written but not resolved) where the given priority (``given``
+    >= 0) contradicts the rule."""
     tokens, bank, bids, revealed, winners, scheming_gold, meta, drawn = (
         st[0], st[1], st[5], st[6], st[7], st[10], st[11], st[18]
     )  # fmt: skip
     cfg, legal, strength = tb[0], tb[1], tb[2]
     C, T, S, P = cfg[C_CHARS], cfg[C_TARGETS], cfg[C_SEATS], cfg[C_PLAYERS]
     sch = cfg[C_SCHEMING]
-    for i in range(len(games)):
-        g = games[i]
-        r = meta[g, ROUND] - 1
-        for p in range(P, S):  # the puppet's seat: its bids come from the players' Guy placements
-            for c in range(T):
-                for t in range(3):
-                    revealed[g, p, c, t] = 0
-                    bids[g, p, c, t] = 0
-        for p in range(P):  # every entry of the players' rows is written
-            placed = 0  # characters that still carry tokens (D16: counted after illegal tokens are removed)
-            for c in range(T):
-                has = False
-                for t in range(3):
-                    n = raw[i, p, c, t]
-                    revealed[g, p, c, t] = n
-                    hist_bids[g, r, p, c, t] = n
-                    if n > 0 and legal[c, t]:
-                        has = True
-                if has and c < C:
-                    placed += 1
-                keep = not (has and c < C and placed > cfg[C_MAX_CHARS])
-                for t in range(3):
-                    n = raw[i, p, c, t]
-                    if keep and legal[c, t]:
-                        bids[g, p, c, t] = n
-                    else:
-                        bids[g, p, c, t] = 0
-                        bank[g, t] += n  # illegal, or past the sixth character: to the bank
-            for t in range(3):
-                tokens[g, p, t] = 0
-        meta[g, REVEALED_ROUND] = meta[g, ROUND]
+    r = meta[g, ROUND] - 1
+    for p in range(P, S):  # the puppet's seat: its bids come from the players' Guy placements
         for c in range(T):
-            winners[g, c] = -2
-        for s in range(S):
-            scheming_gold[g, s] = 0
-            for k in range(cfg[C_DECK]):
-                drawn[g, s, k] = 0  # the cards of the round before
-        meta[g, CURSOR] = 0
-        meta[g, KIND] = K_NONE
-        meta[g, CONTESTED] = 0
-        if sch >= 0:
-            ruled = priority_by_rule(g, bids, cfg, strength)
-            if given[i] >= 0 and ruled >= 0 and given[i] != ruled:
-                return i
-            first = given[i] if given[i] >= 0 else (ruled if ruled >= 0 else coin[i])
-            hist_priority[g, r] = first
-            for s in range(S):  # Scheming Gold goes to the bank, whatever follows (docs/rules.md §6)
-                gold = bids[g, s, sch, GOLD]
-                scheming_gold[g, s] = gold
-                bank[g, GOLD] += gold
-                for t in range(3):
-                    bids[g, s, sch, t] = 0
-            meta[g, PHASE] = SCHEMING
-            meta[g, GUY_FIRST] = first
-            meta[g, GUY_COUNT] = 0
-            meta[g, GUY_LAST] = -1
-            next_guy_turn(g, tokens, bank, bids, meta, cfg, legal, work)
-        else:
-            meta[g, PHASE] = RESOLUTION
-        advance(g, st, tb, work)
-    return -1
+            for t in range(3):
+                revealed[g, p, c, t] = 0
+                bids[g, p, c, t] = 0
+    for p in range(P):  # every entry of the players' rows is written
+        placed = 0  # characters that still carry tokens (D16: counted after illegal tokens are removed)
+        for c in range(T):
+            has = False
+            for t in range(3):
+                n = raw[i, p, c, t]
+                revealed[g, p, c, t] = n
+                hist_bids[g, r, p, c, t] = n
+                if n > 0 and legal[c, t]:
+                    has = True
+            if has and c < C:
+                placed += 1
+            keep = not (has and c < C and placed > cfg[C_MAX_CHARS])
+            for t in range(3):
+                n = raw[i, p, c, t]
+                if keep and legal[c, t]:
+                    bids[g, p, c, t] = n
+                else:
+                    bids[g, p, c, t] = 0
+                    bank[g, t] += n  # illegal, or past the sixth character: to the bank
+        for t in range(3):
+            tokens[g, p, t] = 0
+    meta[g, REVEALED_ROUND] = meta[g, ROUND]
+    for c in range(T):
+        winners[g, c] = -2
+    for s in range(S):
+        scheming_gold[g, s] = 0
+        for k in range(cfg[C_DECK]):
+            drawn[g, s, k] = 0  # the cards of the round before
+    meta[g, CURSOR] = 0
+    meta[g, KIND] = K_NONE
+    meta[g, CONTESTED] = 0
+    if sch >= 0:
+        ruled = priority_by_rule(g, bids, cfg, strength)
+        if given >= 0 and ruled >= 0 and given != ruled:
+            return False
+        first = given if given >= 0 else (ruled if ruled >= 0 else coin)
+        hist_priority[g, r] = first
+        for s in range(S):  # Scheming Gold goes to the bank, whatever follows (docs/rules.md §6)
+            gold = bids[g, s, sch, GOLD]
+            scheming_gold[g, s] = gold
+            bank[g, GOLD] += gold
+            for t in range(3):
+                bids[g, s, sch, t] = 0
+        meta[g, PHASE] = SCHEMING
+        meta[g, GUY_FIRST] = first
+        meta[g, GUY_COUNT] = 0
+        meta[g, GUY_LAST] = -1
+        next_guy_turn(g, tokens, bank, bids, meta, cfg, legal, work)
+    else:
+        meta[g, PHASE] = RESOLUTION
+    advance(g, st, tb, work)
+    return True
 
 
 @jit(refcounts=False)
@@ -599,18 +608,26 @@ def misplaced_bid(games, raw, tokens):
     """The index of the first of ``games`` whose bids ``raw`` (n, P, T, 3) place other than exactly what each player
     holds (D3), or hold a negative count; -1 if none does."""
     for i in range(len(games)):
-        g = games[i]
-        for p in range(raw.shape[1]):
-            for t in range(3):
-                placed = 0
-                for c in range(raw.shape[2]):
-                    n = raw[i, p, c, t]
-                    if n < 0:
-                        return i
-                    placed += n
-                if placed != tokens[g, p, t]:
-                    return i
+        if misplaced(games[i], i, raw, tokens):
+            return i
     return -1
+
+
+@jit(inline=True)
+def misplaced(g, i, raw, tokens):
+    """Whether game ``g``'s bids ``raw[i]`` (P, T, 3) place other than exactly what each player holds, or hold a
+    negative count."""
+    for p in range(raw.shape[1]):
+        for t in range(3):
+            placed = 0
+            for c in range(raw.shape[2]):
+                n = raw[i, p, c, t]
+                if n < 0:
+                    return True
+                placed += n
+            if placed != tokens[g, p, t]:
+                return True
+    return False
 
 
 @jit
@@ -681,12 +698,22 @@ def _below(state, g, m):
 @jit
 def random_bids_many(games, seats, tokens, targets, n_targets, state, out):
     """Random bids: each token that seat ``seats[i]`` of game ``games[i]`` holds to a uniform legal target of its
-    type, counted into the zeroed ``out[i]`` (T, 3). ``targets[t, :n_targets[t]]``: type ``t``'s legal targets."""
+    type, counted into ``out[i, 0]`` ((n, 1, T, 3), zeroed here). ``targets[t, :n_targets[t]]``: type ``t``'s legal
+    targets."""
     for i in range(len(games)):
-        g, s = games[i], seats[i]
+        random_bid(games[i], seats[i], tokens, targets, n_targets, state, out, i, 0)
+
+
+@jit(inline=True)
+def random_bid(g, s, tokens, targets, n_targets, state, out, i, j):
+    """Seat ``s`` of game ``g`` bids each token it holds on a uniform legal target of its type (drawn from the
+    game's generator), counted into ``out[i, j]`` (T, 3), zeroed first."""
+    for c in range(out.shape[2]):
         for t in range(3):
-            for _ in range(tokens[g, s, t]):
-                out[i, targets[t, _below(state, g, n_targets[t])], t] += 1
+            out[i, j, c, t] = 0
+    for t in range(3):
+        for _ in range(tokens[g, s, t]):
+            out[i, j, targets[t, _below(state, g, n_targets[t])], t] += 1
 
 
 @jit
@@ -704,52 +731,115 @@ def play_random_many(games, random_seat, st, tb, state, hist_spy, hist_apothecar
 @jit(refcounts=False)
 def play_random_all(games, random_seat, st, tb, state, hist, once, work):
     """:func:`play_random_many`'s loop over the games, with its work arrays."""
+    for i in range(len(games)):
+        if not play_random_game(games[i], random_seat, st, tb, state, hist, once, work):
+            return i
+    return -1
+
+
+@jit(inline=True)
+def play_random_game(g, random_seat, st, tb, state, hist, once, work):
+    """:func:`play_random_many`'s random choices in game ``g``; False where the engine refused one."""
     tokens, cubes, supply, bids, meta = st[0], st[3], st[4], st[5], st[11]
-    hist_spy, hist_apothecary, hist_guy, hist_remove = hist
     cfg, legal, spaces = tb[0], tb[1], tb[6]
     S, A, C = cfg[C_SEATS], cfg[C_AREAS], cfg[C_CHARS]
     cube, guy, beat, tally = work
+    while meta[g, KIND] >= K_GUY and random_seat[g, meta[g, DSEAT]]:
+        kind = meta[g, KIND]
+        if kind == K_GUY:
+            n = guy_options(g, tokens, bids, cfg, legal, guy, beat)
+        else:
+            n = cube_targets(g, kind, cubes, supply, meta, cfg, spaces, cube, tally)
+        k = _below(state, g, n + can_decline(g, meta))
+        value = -1
+        if k < n:  # the k-th option, in the order of np.argwhere
+            if kind == K_GUY:
+                for x in range(C * 4):
+                    if guy[x // 4, (x // 2) % 2, x % 2]:
+                        if k == 0:
+                            value = x
+                            break
+                        k -= 1
+            else:
+                for x in range(A * S):
+                    if cube[x // S, x % S]:
+                        if k == 0:
+                            value = x
+                            break
+                        k -= 1
+        r = meta[g, ROUND] - 1
+        if not choose(g, value, st, tb, work):
+            return False
+        record_choice(g, r, kind, value, hist)
+        advance(g, st, tb, work)
+        if once:
+            break
+    return True
+
+
+@jit(inline=True)
+def record_choice(g, r, kind, value, hist):
+    """A non-bid choice made in round index ``r`` of game ``g``, recorded for export (``hist``: the Spy, Apothecary,
+    Guy and Remove histories of ``BatchedGame``)."""
+    hist_spy, hist_apothecary, hist_guy, hist_remove = hist
+    if kind == K_SPY:
+        hist_spy[g, r] = value
+    elif kind == K_APO1:
+        hist_apothecary[g, r, 0] = value
+    elif kind == K_APO2:
+        hist_apothecary[g, r, 1] = value
+    else:  # Guy's placements and Remove cards: a list per round
+        listed = hist_guy if kind == K_GUY else hist_remove
+        j = 0
+        while listed[g, r, j] != -2:
+            j += 1
+        listed[g, r, j] = value
+
+
+# --- one step of many games: the decisions in, random seats' decisions drawn -----------------------------------
+
+DECIDED, MISPLACED_BID, REFUSED_CHOICE, REFUSED_RANDOM = -1, 0, 1, 2  # step_many's outcome per game
+
+
+@jit
+def step_many(games, raw, values, random_seat, coin, st, tb, state, targets, n_targets, hist, play, outcome):
+    """One decision of each of ``games``: where the game waits for bids, ``raw[i]`` (P, T, 3) with the rows of the
+    seats with ``random_seat[g, seat]`` drawn here (:func:`random_bids_many`'s rule), checked (D3) and submitted as
+    :func:`submit_many` does (``coin[i]``: D9's coin flip, where the rule comes to it); where it waits for a non-bid
+    decision, the choice ``values[i]`` (:func:`choose`), recorded for export. Then, with ``play``, the random seats'
+    non-bid decisions (:func:`play_random_many`'s rule) until another seat decides or the game ends. ``outcome[i]``:
+    :data:`DECIDED`, or why the game was left as it was (the bids misplaced, the choice not allowed) or stopped (a
+    random choice refused: never expected)."""
+    st, tb = borrowed(st), borrowed(tb)
+    step_all(games, raw, values, random_seat, coin, st, tb, state, targets, n_targets, hist, play, outcome,
+             scratch(tb[0]))  # fmt: skip
+
+
+@jit(refcounts=False)
+def step_all(games, raw, values, random_seat, coin, st, tb, state, targets, n_targets, hist, play, outcome, work):
+    """:func:`step_many`'s loop over the games, with its work arrays."""
+    tokens, meta, cfg = st[0], st[11], tb[0]
+    hist_bids, hist_priority = hist[0], hist[1]
+    rest = (hist[2], hist[3], hist[4], hist[5])
+    P = cfg[C_PLAYERS]
     for i in range(len(games)):
         g = games[i]
-        while meta[g, KIND] >= K_GUY and random_seat[g, meta[g, DSEAT]]:
-            kind = meta[g, KIND]
-            if kind == K_GUY:
-                n = guy_options(g, tokens, bids, cfg, legal, guy, beat)
-            else:
-                n = cube_targets(g, kind, cubes, supply, meta, cfg, spaces, cube, tally)
-            k = _below(state, g, n + can_decline(g, meta))
-            value = -1
-            if k < n:  # the k-th option, in the order of np.argwhere
-                if kind == K_GUY:
-                    for x in range(C * 4):
-                        if guy[x // 4, (x // 2) % 2, x % 2]:
-                            if k == 0:
-                                value = x
-                                break
-                            k -= 1
-                else:
-                    for x in range(A * S):
-                        if cube[x // S, x % S]:
-                            if k == 0:
-                                value = x
-                                break
-                            k -= 1
+        kind = meta[g, KIND]
+        outcome[i] = DECIDED
+        if kind == K_BID:
+            for s in range(P):
+                if random_seat[g, s]:
+                    random_bid(g, s, tokens, targets, n_targets, state, raw, i, s)
+            if misplaced(g, i, raw, tokens):
+                outcome[i] = MISPLACED_BID
+                continue
+            submit_game(g, i, raw, -1, coin[i], st, tb, hist_bids, hist_priority, work)
+        else:
             r = meta[g, ROUND] - 1
-            if not choose(g, value, st, tb, work):
-                return i
-            if kind == K_SPY:
-                hist_spy[g, r] = value
-            elif kind == K_APO1:
-                hist_apothecary[g, r, 0] = value
-            elif kind == K_APO2:
-                hist_apothecary[g, r, 1] = value
-            else:  # Guy's placements and Remove cards: a list per round
-                listed = hist_guy if kind == K_GUY else hist_remove
-                j = 0
-                while listed[g, r, j] != -2:
-                    j += 1
-                listed[g, r, j] = value
+            if not choose(g, values[i], st, tb, work):
+                outcome[i] = REFUSED_CHOICE
+                continue
+            record_choice(g, r, kind, values[i], rest)
             advance(g, st, tb, work)
-            if once:
-                break
-    return -1
+        if play and not play_random_game(g, random_seat, st, tb, state, rest, False, work):
+            outcome[i] = REFUSED_RANDOM
