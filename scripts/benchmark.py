@@ -161,10 +161,10 @@ def single_agent_random_play(players: int, opponents: str = "random", **rules):
 
 def batched_sampler(env, seed: int = 0):
     """Uniform legal actions for every game at once, from the masks: a token dimension whose mask allows more than
-    target 0 takes a uniform legal target of its type (the rows of one token type share one legal set), dimension
-    0 a uniform allowed choice where the decision has one. The cheapest NumPy draw measured here: one block of
-    floats, one flat gather, and the held tokens' flags as int8 (a multiply by a strided bool column casts it at a
-    fifth of the speed)."""
+    target 0 (a token the seat holds, while it bids) takes a uniform legal target of its type (the rows of one token
+    type share one legal set), dimension 0 a uniform allowed choice where the decision has one. The cheapest NumPy
+    draw measured here (3.1 -> 1.4 ms for 4,096 rows): a float only for each held token (a twentieth of the rows'
+    token dimensions), gathered from a flat table of the types' legal targets, and scattered into zeros."""
     c = env.codec
     rng = np.random.default_rng(seed)
     n = env.num_envs
@@ -175,19 +175,20 @@ def batched_sampler(env, seed: int = 0):
     width = max(len(t) for t in targets)
     table = np.stack([np.resize(targets[t], width) for t in dim_type]).ravel()
     count = np.array([len(targets[t]) for t in dim_type], dtype=np.float64)
-    row = (np.arange(c.K) * width)[None, :]
+    first = np.arange(c.K) * width
 
     # a target that takes every token type (other than 0): a dimension allows it exactly when a held token's is
     everywhere = int(next(j for j in range(1, c.T) if c.layout.legal[j].all()))
+    D = len(c.nvec)  # 1 + K
 
     def act() -> np.ndarray:
         masks = env.action_masks()
-        held = masks[:, c.C + everywhere :: c.T][:, : c.K].view(np.int8)  # (n, K): 1 where the seat holds it
-        pick = (rng.random((n, c.K)) * count).astype(np.intp)
-        pick += row
-        out = np.empty((n, len(c.nvec)), dtype=np.int64)
-        out[:, 0] = 0
-        np.multiply(table.take(pick), held, out=out[:, 1:])
+        held = np.flatnonzero(masks[:, c.C + everywhere :: c.T][:, : c.K])  # the held tokens of bidding rows
+        rows, dims = np.divmod(held, c.K)
+        out = np.zeros((n, D), dtype=np.int64)
+        pick = (rng.random(len(dims)) * count[dims]).astype(np.intp)
+        pick += first[dims]
+        out.reshape(-1)[held + rows + 1] = table[pick]  # row * D + 1 + dim
         choosing = np.flatnonzero(masks[:, 1 : c.C].any(1))
         if len(choosing):
             score = rng.random((len(choosing), c.C)) + masks[choosing, : c.C]
