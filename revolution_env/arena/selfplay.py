@@ -103,8 +103,8 @@ class SelfPlayVectorEnv(BatchedVectorEnv):
         if len(bidding):
             rows = self._rows(bidding).ravel()
             held = game.tokens[self.row_game[rows], self.row_seat[rows]]
-            counts = self.mode.counts_many(self.view, rows, actions[rows], held)
-            bids[np.searchsorted(games, bidding)] = counts.reshape(len(bidding), self.players, self.codec.T, 3)
+            at = np.repeat(np.searchsorted(games, bidding), self.players)  # each row's game in games, seat by seat
+            self.mode.counts_into(self.view, rows, actions[rows], held, bids, at, self.row_seat[rows])
             self.mode.clear(rows)
             self._complete[rows] = False
         if len(choosing):

@@ -223,7 +223,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         values = np.zeros(len(games), dtype=np.int64)
         if len(bidding):
             at = row[bidding]
-            bids[at, self.seat[bidding]] = self.mode.counts_many(view, bidding, actions[bidding], held)
+            self.mode.counts_into(view, bidding, actions[bidding], held, bids, at, self.seat[bidding])
             self.mode.clear(bidding)
             self._opponent_bids(bidding, bids, at)
         if len(choosing):
@@ -247,7 +247,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         for index in _present(opp[opp > 0]):
             rows, seats = np.nonzero(opp == index)
             g = games[rows]
-            bids[at[rows], seats] = self.view.bid_counts(self._early[g, seats], self.game.tokens[g, seats])
+            self.view.bid_counts_into(bids, at[rows], seats, self._early[g, seats], self.game.tokens[g, seats])
         self._has_early[games] = False
 
     def _decide_bids_early(self) -> None:

@@ -105,10 +105,22 @@ class BatchedView:
 
     def bid_counts(self, actions: np.ndarray, held: np.ndarray) -> np.ndarray:
         """(n, T, 3) token counts per target from bid actions (n, D) and the tokens held (n, 3)."""
-        actions, held = _indices(actions, held)
-        out = np.zeros((len(actions), self.codec.T, 3), dtype=np.int64)
-        bid_counts_many(actions, held, self.dim_type, self.dim_j, out)
-        return out
+        n = len(actions)
+        out = np.empty((n, 1, self.codec.T, 3), dtype=np.int64)
+        self.bid_counts_into(out, np.arange(n), np.zeros(n, dtype=np.int64), actions, held)
+        return out[:, 0]
+
+    def bid_counts_into(
+        self, out: np.ndarray, rows: np.ndarray, seats: np.ndarray, actions: np.ndarray, held: np.ndarray
+    ) -> None:
+        """:meth:`bid_counts` of each action written into ``out[rows[i], seats[i]]``: ``out`` (m, players, T, 3) holds
+        the bids of games as ``BatchedGame.step`` takes them."""
+        actions, held, rows, seats = _indices(actions, held, rows, seats)
+        if out.dtype != np.int64 or out.ndim != 4 or out.shape[2:] != (self.codec.T, 3) or not out.flags.c_contiguous:
+            raise ValueError(f"out: expected a contiguous int64 array of shape (m, players, {self.codec.T}, 3)")
+        if len(rows) and (rows.min() < 0 or rows.max() >= len(out) or seats.min() < 0 or seats.max() >= out.shape[1]):
+            raise ValueError("rows, seats: outside out")
+        bid_counts_many(actions, held, self.dim_type, self.dim_j, rows, seats, out)
 
     def engine_choices(self, values: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """The engine's choice values (-1 declines; absolute seats) from dimension 0 of the actions."""
@@ -266,14 +278,19 @@ def legal_many(actions, masks, nvec, offsets, ok):
 
 
 @jit
-def bid_counts_many(actions, held, dim_type, dim_j, out):
-    """Each bid action's tokens counted per target and type into the zeroed ``out`` (n, T, 3): token dimension ``d``
-    (action column ``d + 1``) is the ``dim_j[d]``-th token of type ``dim_type[d]``, placed where the row holds it."""
+def bid_counts_many(actions, held, dim_type, dim_j, rows, seats, out):
+    """Each bid action's tokens counted per target and type into ``out[rows[i], seats[i]]`` (T, 3), zeroed first: token
+    dimension ``d`` (action column ``d + 1``) is the ``dim_j[d]``-th token of type ``dim_type[d]``, placed where the
+    row holds it."""
     for i in range(actions.shape[0]):
+        r, s = rows[i], seats[i]
+        for c in range(out.shape[2]):
+            for t in range(3):
+                out[r, s, c, t] = 0
         for d in range(len(dim_type)):
             t = dim_type[d]
             if dim_j[d] < held[i, t]:
                 target = actions[i, d + 1]
-                if target < 0 or target >= out.shape[1]:  # never expected: the actions are checked first
+                if target < 0 or target >= out.shape[2]:  # never expected: the actions are checked first
                     raise IndexError("bid_counts: a token's target is out of range")
-                out[i, target, t] += 1
+                out[r, s, target, t] += 1

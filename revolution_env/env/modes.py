@@ -130,6 +130,20 @@ class ActionMode:
         """:meth:`counts` of complete bids: (m, T, 3)."""
         raise NotImplementedError
 
+    def counts_into(
+        self,
+        view: BatchedView,
+        rows: np.ndarray,
+        actions: np.ndarray,
+        held: np.ndarray,
+        out: np.ndarray,
+        at: np.ndarray,
+        seats: np.ndarray,
+    ) -> None:
+        """:meth:`counts_many` written into ``out[at[i], seats[i]]`` (``out``: the bids of games, (m, players, T,
+        3), as ``BatchedGame.step`` takes them)."""
+        out[at, seats] = self.counts_many(view, rows, actions, held)
+
     def choices_many(self, actions: np.ndarray) -> np.ndarray:
         """:meth:`choice` of each action: (m,)."""
         raise NotImplementedError
@@ -204,6 +218,18 @@ class BidMode(ActionMode):
 
     def counts_many(self, view: BatchedView, rows: np.ndarray, actions: np.ndarray, held: np.ndarray) -> np.ndarray:
         return view.bid_counts(actions, held)
+
+    def counts_into(
+        self,
+        view: BatchedView,
+        rows: np.ndarray,
+        actions: np.ndarray,
+        held: np.ndarray,
+        out: np.ndarray,
+        at: np.ndarray,
+        seats: np.ndarray,
+    ) -> None:
+        view.bid_counts_into(out, at, seats, actions, held)
 
     def choices_many(self, actions: np.ndarray) -> np.ndarray:
         return actions[:, 0]
