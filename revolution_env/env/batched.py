@@ -232,6 +232,10 @@ def masks_many(games, seats, kinds, st, tb, perm, codes, out):
     S, A, n_chars = cfg[C_SEATS], cfg[C_AREAS], cfg[C_CHARS]
     T = codes[1]
     cube, guy, beat, tally = K.scratch(cfg)  # the engine's work arrays for its cube and Guy options
+    by_type = np.empty((3, T), dtype=np.bool_)  # each type's legal targets, contiguous: a held token's block copied
+    for t in range(3):
+        for x in range(T):
+            by_type[t, x] = legal[x, t]
     for i in range(len(games)):
         g, seat, kind = games[i], seats[i], kinds[i]
         m = out[i]
@@ -243,7 +247,7 @@ def masks_many(games, seats, kinds, st, tb, perm, codes, out):
                 col = codes[2 + t] + j * T
                 if j < held:
                     for x in range(T):
-                        m[col + x] = legal[x, t]
+                        m[col + x] = by_type[t, x]
                 else:
                     m[col] = True
         if kind == K.K_GUY:
