@@ -869,12 +869,13 @@ def test_the_imitation_fits_the_same_weights_on_one_thread_or_two(tmp_path, monk
 
 
 def test_the_fit_takes_each_minibatch_the_faster_way_and_times_the_other_now_and_then(monkeypatch):
-    """_Pace: two threads or one, whichever its timings say is faster, the other tried again for ``probe``
-    minibatches in every ``every + probe``; one thread always where two are not usable."""
-    from revolution_training import pretrain
+    """``workers.Pace`` (the fit's and the vector env's): two threads or one, whichever its timings say is faster,
+    the other tried again for ``probe`` minibatches in every ``every + probe``; one thread always where two are not
+    usable."""
+    from revolution_env.common import workers
 
     now = [0.0]
-    monkeypatch.setattr(pretrain.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(workers.time, "perf_counter", lambda: now[0])
 
     def modes(pace, cost):
         out = []
@@ -886,10 +887,10 @@ def test_the_fit_takes_each_minibatch_the_faster_way_and_times_the_other_now_and
 
     F, T = False, True
     slow_threads = {True: 2.0, False: 1.0}  # a busy machine: the two threads are slower
-    assert modes(pretrain._Pace(True, every=6, probe=2), slow_threads) == [F, F, T, F, F, F, F, F, T, T] + [F] * 6
+    assert modes(workers.Pace(True, every=6, probe=2), slow_threads) == [F, F, T, F, F, F, F, F, T, T] + [F] * 6
     fast_threads = {True: 1.0, False: 2.0}
-    assert modes(pretrain._Pace(True, every=6, probe=2), fast_threads) == [F, F, T, T, T, T, T, T, F, F] + [T] * 6
-    assert modes(pretrain._Pace(False, every=6, probe=2), fast_threads) == [F] * 16
+    assert modes(workers.Pace(True, every=6, probe=2), fast_threads) == [F, F, T, T, T, T, T, T, F, F] + [T] * 6
+    assert modes(workers.Pace(False, every=6, probe=2), fast_threads) == [F] * 16
 
 
 def test_a_run_with_a_teacher_imitates_it_first_through_the_cli(tmp_path):

@@ -391,13 +391,17 @@ def test_opponents_asked_in_threads_play_the_same_games(monkeypatch, action_mode
     """Several agents decide in parallel threads (vector._agents_act), and their bids while the learner decides
     (vector._decide_bids_early); each draws from its own generator and decides a round's bids when the round
     begins, so the games are those of one agent after the other on one thread (in the token mode too, where the
-    learner's bids end at different steps), and a reset in the middle of a round drops the bids decided early."""
+    learner's bids end at different steps), and a reset in the middle of a round drops the bids decided early.
+    The same where the env changes its way (threads or not) from step to step, as its ``Pace`` may."""
     from revolution_env.common import workers
 
-    def run(threads: int) -> list:
+    def run(threads: int, switching: bool = False) -> list:
         monkeypatch.setenv("REVOLUTION_THREADS", str(threads))
         monkeypatch.setattr(workers, "_POOL", {})  # a pool of that many threads
         env = revolution_env.vector_env(6, players=4, opponents=["value", "bargain", "area"], action_mode=action_mode)
+        if switching:
+            ways = iter([True, False, False, True] * 100)
+            env._pace.next = lambda: next(ways)
         env.reset(seed=3)
         rng = np.random.default_rng(0)
         out = []
@@ -409,13 +413,29 @@ def test_opponents_asked_in_threads_play_the_same_games(monkeypatch, action_mode
             out.append((obs.copy(), rewards.copy(), terminated.copy()))
         return out + [scenario for scenario, _ in env.pop_finished()]
 
-    one, three = run(1), run(3)
-    assert len(one) == len(three)
-    for a, b in zip(one, three):
-        if isinstance(a, tuple):
-            assert all(np.array_equal(x, y) for x, y in zip(a, b))
-        else:
-            assert a == b
+    one = run(1)
+    for other in (run(3), run(3, switching=True)):
+        assert len(one) == len(other)
+        for a, b in zip(one, other):
+            if isinstance(a, tuple):
+                assert all(np.array_equal(x, y) for x, y in zip(a, b))
+            else:
+                assert a == b
+
+
+def test_the_vector_env_times_its_steps_for_its_pace() -> None:
+    """The env times each step from its start to the next one's (the learner's work included) for the way of the
+    step (``workers.Pace``: the agents in threads or not), and not the time from a reset to its first step."""
+    env = revolution_env.vector_env(4, players=3, opponents="area")
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        env.step(random_actions(env, rng))
+    timed = sum(len(x) for x in env._pace.seconds.values())
+    assert timed == 5 and env._pace.count == 6
+    env.reset(seed=1)
+    env.step(random_actions(env, rng))
+    assert sum(len(x) for x in env._pace.seconds.values()) == 5
 
 
 def test_a_copy_of_a_running_env_plays_the_same_games() -> None:

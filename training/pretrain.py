@@ -39,7 +39,7 @@ from tqdm import tqdm
 from revolution_env import Decision
 from revolution_env.agents.base import act_batch
 from revolution_env.agents.loading import load_agent
-from revolution_env.common.workers import in_thread_pool, opponent_threads, side_by_side, worker_pool
+from revolution_env.common.workers import Pace, in_thread_pool, opponent_threads, side_by_side, worker_pool
 from revolution_env.interop.torch import MaskedRuns
 
 
@@ -346,7 +346,7 @@ def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, f
     (else PPO's); a tenth is held out. Returns :func:`score` on the held-out tenth.
 
     Each minibatch's gradient is the sum of its two halves' (:func:`_half_gradients`), taken side by side in two
-    threads (``workers.side_by_side``) or one after the other, whichever :class:`_Pace` finds faster now (torch's
+    threads (``workers.side_by_side``) or one after the other, whichever ``workers.Pace`` finds faster now (torch's
     kernels release the GIL): the same weights either way, on any machine. Two passes over 400k decisions, 2
     cores: 13.2 to 14.8 s side by side against 16.4 to 17.6 s for one minibatch on one thread; beside one busy
     process 18 s side by side and 17 s one after the other. Torch's own two threads spin at their OpenMP
@@ -358,7 +358,7 @@ def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, f
     params = [p for p in policy.parameters() if p.requires_grad]  # not a magnet's frozen copy
     space = policy.action_space
     runs = MaskedRuns(space.nvec if hasattr(space, "nvec") else [space.n])  # the token mode: one Discrete
-    pace = _Pace(opponent_threads() > 1 and not in_thread_pool())
+    pace = Pace(opponent_threads() > 1 and not in_thread_pool())
     groups = policy.optimizer.param_groups
     before = [group["lr"] for group in groups]
     if config.pretrain_learning_rate is not None:
@@ -384,35 +384,6 @@ def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, f
         for group, lr in zip(groups, before):
             group["lr"] = lr
     return score(policy, demos, held)
-
-
-class _Pace:
-    """Whether the next piece of work (a minibatch of the fit) runs in two threads or one, where two are usable:
-    the faster by a moving average of each one's timings. The slower is timed again for ``probe`` pieces at the
-    start of every ``every + probe``, since the load of a shared machine changes. ``with pace as parallel:`` times
-    the piece."""
-
-    def __init__(self, usable: bool, every: int = 64, probe: int = 4) -> None:
-        self.usable, self.every, self.probe = usable, every, probe
-        self.seconds: dict[bool, float | None] = {True: None, False: None}  # per piece, by side_by_side
-        self.count = 0
-        self.mode = False
-
-    def faster(self) -> bool:
-        side_by_side, alone = self.seconds[True], self.seconds[False]
-        return side_by_side is None or alone is None or side_by_side <= alone
-
-    def __enter__(self) -> bool:
-        if self.usable:
-            probing = self.count % (self.every + self.probe) < self.probe
-            self.mode = self.faster() != probing
-        self.count += 1
-        self.start = time.perf_counter()
-        return self.mode
-
-    def __exit__(self, *exc: Any) -> None:
-        took, before = time.perf_counter() - self.start, self.seconds[self.mode]
-        self.seconds[self.mode] = took if before is None else 0.8 * before + 0.2 * took
 
 
 def _half_gradients(

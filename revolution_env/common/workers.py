@@ -15,12 +15,14 @@ clean-up of Ctrl-C runs for it too (:func:`raise_on_sigterm`); the command then 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import importlib.util
 import multiprocessing
 import os
 import signal
+import statistics
 import threading
 import time
 import traceback
@@ -231,6 +233,48 @@ def side_by_side(calls: Sequence[Callable[[], R]], parallel: bool = True) -> lis
         if error is not None:
             raise error
     return [first, *(future.result() for future in futures)]
+
+
+class Pace:
+    """Whether the next piece of work runs side by side in threads or one after the other, where two cores are
+    usable: the faster by the median of each way's last ``keep`` timings (robust to a piece that something else
+    made slow, such as a PPO update between two steps of an env). The slower way is timed again for ``probe`` pieces
+    at the start of every ``every + probe``, since the load of a shared machine changes: beside a busy process,
+    threads that hand work to each other can lose to one thread. ``with pace as parallel:`` times the piece in
+    it; :meth:`next` and :meth:`took` do the same for pieces timed from one start to the next (an env's steps)."""
+
+    def __init__(self, usable: bool, every: int = 64, probe: int = 4, keep: int = 9) -> None:
+        self.usable, self.every, self.probe = usable, every, probe
+        self.seconds: dict[bool, collections.deque] = {True: collections.deque(maxlen=keep),
+                                                        False: collections.deque(maxlen=keep)}  # fmt: skip
+        self.count = 0
+        self.mode = usable
+
+    def faster(self) -> bool:
+        """Whether side by side is the faster way by the timings so far (True until both ways have some)."""
+        side_by_side, alone = self.seconds[True], self.seconds[False]
+        if not side_by_side or not alone:
+            return True
+        return statistics.median(side_by_side) <= statistics.median(alone)
+
+    def next(self) -> bool:
+        """The way of the next piece: True for side by side."""
+        if self.usable:
+            probing = self.count % (self.every + self.probe) < self.probe
+            self.mode = self.faster() != probing
+        self.count += 1
+        return self.mode
+
+    def took(self, seconds: float) -> None:
+        """The piece run the way :meth:`next` gave took ``seconds``."""
+        self.seconds[self.mode].append(seconds)
+
+    def __enter__(self) -> bool:
+        self.start = time.perf_counter()
+        return self.next()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.took(time.perf_counter() - self.start)
 
 
 def worker_threads(processes: int) -> dict[str, str]:
