@@ -18,12 +18,14 @@ vector env's token mode at the largest N (a learner step is one token of a bid, 
 ``--bots`` times the heuristic bots (compiled where Numba is installed) on states of real games of the first of
 ``--players``: each style decides every recorded state in batches, as a league's opponent does (thread CPU time,
 bids apart from the other decisions).
-``--train STEPS`` trains ``configs/default.yaml`` (no imitation, no evaluations) for STEPS learner steps three times
+``--train STEPS`` trains ``configs/default.yaml`` (no imitation, no evaluations) for STEPS learner steps in three ways
 and reports their learner steps/s while they train (start-up and tear-down apart): as configured (the training
 speed of the main job); with every opponent seat ``random`` (what the learner itself costs: forward passes, SB3's
 buffer, PPO's updates; the difference is what the league's opponents cost); and with PPO's updates and the
 opponents on one thread, whose seconds are the run's work: no schedule on this machine's cores can beat that work
-shared perfectly among them, so ``cores x`` that rate bounds the first. A fourth run trains it with ``selfplay: true``
+shared perfectly among them, so ``cores x`` that rate bounds the first (the first and the third are each the mean
+of two runs in the order A B B A, since a run's rate moves with what ran before it). A last run trains it with
+``selfplay: true``
 (every seat of every game the learner): its learner steps are rows, the real decisions among them counted apart.
 
 ``--load N`` measures everything twice, alone and then beside N busy processes that the script starts and stops
@@ -410,6 +412,11 @@ def first_edition(args: argparse.Namespace) -> dict[str, bool]:
     return {"first_edition": True} if args.first_edition else {}
 
 
+def _mean(runs: list[dict[str, float]]) -> dict[str, float]:
+    """The runs' figures, each the mean of theirs."""
+    return {key: float(np.mean([run[key] for run in runs])) for key in runs[0]}
+
+
 def figures(args: argparse.Namespace) -> dict[str, dict[str, dict[str, float]]]:
     """Every figure the arguments ask for: ``play`` (random legal play: our envs and the reference games),
     ``vector`` (learner steps of the single-agent and vector envs, in the first edition with ``--first-edition``),
@@ -450,9 +457,13 @@ def figures(args: argparse.Namespace) -> dict[str, dict[str, dict[str, float]]]:
         train["single-agent env"] = vector.get(key) if p == 3 else None
         if train["single-agent env"] is None:
             train["single-agent env"] = measure(single_agent_random_play(3), args.seconds)
-        train["its league"] = default_training(args.train)
+        # the league on every core and on one thread, whose comparison is a target, each run twice in the order
+        # A B B A: a run's rate moves with what ran before it (the first run of a process warms it up)
+        league, alone = [default_training(args.train)], [default_training(args.train, True)]
         train["random league"] = default_training(args.train, **RANDOM_LEAGUE)
-        train["one thread"] = default_training(args.train, True)
+        alone.append(default_training(args.train, True))
+        league.append(default_training(args.train))
+        train["its league"], train["one thread"] = _mean(league), _mean(alone)
         train["selfplay"] = selfplay_training(args.train)
     bots = bot_decisions(p, args.seconds) if args.bots else {}
     return {"play": play, "vector": vector, "train": train, "bots": bots}
