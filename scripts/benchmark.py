@@ -414,7 +414,7 @@ def first_edition(args: argparse.Namespace) -> dict[str, bool]:
 
 def _mean(runs: list[dict[str, float]]) -> dict[str, float]:
     """The runs' figures, each the mean of theirs."""
-    return {key: float(np.mean([run[key] for run in runs])) for key in runs[0]}
+    return {key: type(runs[0][key])(np.mean([run[key] for run in runs])) for key in runs[0]}
 
 
 def figures(args: argparse.Namespace) -> dict[str, dict[str, dict[str, float]]]:
