@@ -312,7 +312,8 @@ class RevolutionVectorEnv(BatchedVectorEnv):
     def _start(self, job: tuple) -> Future:
         """An agent's actions for its games (``_agent_actions(*job[:4])``): in the opponents' threads where two
         cores or more are usable and they make the faster steps now (:meth:`step`), since each agent decides from
-        its own state alone (the compiled bots and NumPy release the GIL); else decided now. The result, or the agent's error, is the future's."""
+        its own state alone (the compiled bots and NumPy release the GIL); else decided now. The result, or the
+        agent's error, is the future's."""
         if self._threads and opponent_threads() >= 2:
             return thread_pool().submit(self._agent_actions, *job[:4])
         future: Future = Future()

@@ -103,7 +103,8 @@ class BatchedGame:
     """``n`` games of the variant ``layout``, each with its own seed and pending decision.
 
     Decisions go in per game index: :meth:`submit_bids` for the games waiting for bids, :meth:`choose` for the
-    others, or both at once in :meth:`step` (the vector envs' step, random seats' decisions drawn inside). Games are reset individually (:meth:`reset`), so finished ones can start again while others play on.
+    others, or both at once in :meth:`step` (the vector envs' step, random seats' decisions drawn inside). Games are
+    reset individually (:meth:`reset`), so finished ones can start again while others play on.
     ``rng`` draws D9's coin flips (a scenario exported by :meth:`export` carries the resulting ``priority``); the
     first edition's shuffles come from each game's seed, as the scalar engine's do.
     """
