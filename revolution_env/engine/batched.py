@@ -324,13 +324,12 @@ class BatchedGame:
             raise ValueError(f"values: expected {len(g)} choices, got {len(values)}")
         kinds = self.meta[g, KIND].copy()
         deciders = self.meta[g, DSEAT].copy()
-        rounds = self.meta[g, ROUND].copy()
         ok = np.zeros(len(g), dtype=np.bool_)
         st, tb = self._st, self._tb
-        in_parts(len(g), lambda lo, hi: K.choose_many(g[lo:hi], values[lo:hi], st, tb, ok[lo:hi]), GAME_ROWS)
+        hist = (self._hist_spy, self._hist_apothecary, self._hist_guy, self._hist_remove)
+        in_parts(len(g), lambda lo, hi: K.choose_many(g[lo:hi], values[lo:hi], st, tb, hist, ok[lo:hi]), GAME_ROWS)
         if self.layout.card_space >= 0:
             self._draw_ahead(g)
-        self._record(g[ok], rounds[ok] - 1, kinds[ok], values[ok])
         if not ok.all():
             i = int(np.flatnonzero(~ok)[0])
             what = Decision(int(kinds[i]))
@@ -471,22 +470,6 @@ class BatchedGame:
             grown = np.full((self.n, new, *old.shape[2:]), fill, dtype=old.dtype)
             grown[:, :cap] = old
             setattr(self, name, grown)
-
-    def _record(self, g: np.ndarray, r: np.ndarray, kinds: np.ndarray, values: np.ndarray) -> None:
-        """The choices just made (games ``g``, each once, in round index ``r``), for export."""
-        for kind, column in ((K.K_SPY, None), (K.K_APO1, 0), (K.K_APO2, 1)):
-            sel = kinds == kind
-            if sel.any():
-                if column is None:
-                    self._hist_spy[g[sel], r[sel]] = values[sel]
-                else:
-                    self._hist_apothecary[g[sel], r[sel], column] = values[sel]
-        for kind, hist in ((K.K_GUY, self._hist_guy), (K.K_REMOVE, self._hist_remove)):  # lists, in order
-            sel = kinds == kind
-            if sel.any():
-                gg, rr = g[sel], r[sel]
-                count = (hist[gg, rr] != -2).sum(1)
-                hist[gg, rr, count] = values[sel]
 
     def snapshot(self, games: Any) -> GameRecords:
         """Everything :meth:`export` and :meth:`state_dict` need about ``games``, copied in one go (so that the

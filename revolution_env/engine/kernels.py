@@ -631,19 +631,24 @@ def misplaced(g, i, raw, tokens):
 
 
 @jit
-def choose_many(games, values, st, tb, ok):
-    """:func:`choose` for each game; ``ok[i]`` says whether game ``games[i]``'s choice was allowed."""
+def choose_many(games, values, st, tb, hist, ok):
+    """:func:`choose` for each game, each choice made recorded for export (``hist``: :func:`record_choice`'s);
+    ``ok[i]`` says whether game ``games[i]``'s choice was allowed."""
     st, tb = borrowed(st), borrowed(tb)
-    choose_all(games, values, st, tb, ok, scratch(tb[0]))
+    choose_all(games, values, st, tb, hist, ok, scratch(tb[0]))
 
 
 @jit(refcounts=False)
-def choose_all(games, values, st, tb, ok, work):
+def choose_all(games, values, st, tb, hist, ok, work):
     """:func:`choose_many`'s loop over the games, with its work arrays."""
+    meta = st[11]
     for i in range(len(games)):
-        ok[i] = choose(games[i], values[i], st, tb, work)
+        g = games[i]
+        kind, r = meta[g, KIND], meta[g, ROUND] - 1
+        ok[i] = choose(g, values[i], st, tb, work)
         if ok[i]:
-            advance(games[i], st, tb, work)
+            record_choice(g, r, kind, values[i], hist)
+            advance(g, st, tb, work)
 
 
 @jit
