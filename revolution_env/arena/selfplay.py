@@ -97,13 +97,13 @@ class SelfPlayVectorEnv(BatchedVectorEnv):
         waiting = np.flatnonzero(pending == K.K_BID)
         bidding = waiting[self._complete[self._rows(waiting)].all(1)]
         choosing = np.flatnonzero(pending >= K.K_GUY)
-        games = np.union1d(bidding, choosing)  # the games that decide, in one step of the engine
+        games, row = self._deciding(bidding, choosing)  # the games that decide, in one step of the engine
         bids = np.empty((len(games), self.players, self.codec.T, 3), dtype=np.int64)  # rows of choosing games unread
         values = np.zeros(len(games), dtype=np.int64)
         if len(bidding):
             rows = self._rows(bidding).ravel()
             held = game.tokens[self.row_game[rows], self.row_seat[rows]]
-            at = np.repeat(np.searchsorted(games, bidding), self.players)  # each row's game in games, seat by seat
+            at = np.repeat(row[bidding], self.players)  # each row's game in games, seat by seat
             self.mode.counts_into(self.view, rows, actions[rows], held, bids, at, self.row_seat[rows])
             self.mode.clear(rows)
             self._complete[rows] = False
@@ -111,7 +111,7 @@ class SelfPlayVectorEnv(BatchedVectorEnv):
             seats = game.decider[choosing]
             rows = choosing * self.players + seats
             choices = self.mode.choices_many(actions[rows])
-            values[np.searchsorted(games, choosing)] = self.view.engine_choices(choices, seats, game.kind[choosing])
+            values[row[choosing]] = self.view.engine_choices(choices, seats, game.kind[choosing])
         game.step(games, bids, values, self._no_random, self._no_states)
 
 

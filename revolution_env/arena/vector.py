@@ -232,11 +232,8 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         held = game.tokens[bidding, self.seat[bidding]]
         complete = self.mode.place_many(bidding, actions[bidding], held)  # in the token mode, one token placed
         bidding, held = bidding[complete], held[complete]
-        # the games that decide, in order (mixed, so that the parts side by side get as many bids each), with one
-        # array of bids (the rows of the games that choose unread) and one of choices
-        deciding = np.zeros(self.num_envs, dtype=bool)
-        deciding[bidding] = deciding[choosing] = True
-        games, row = np.flatnonzero(deciding), np.cumsum(deciding) - 1  # row[game]: its row in games
+        # the games that decide, with one array of bids (the rows of the games that choose unread) and one of choices
+        games, row = self._deciding(bidding, choosing)
         bids = np.empty((len(games), self.players, self.codec.T, 3), dtype=np.int64)
         values = np.zeros(len(games), dtype=np.int64)
         if len(bidding):

@@ -198,6 +198,14 @@ class BatchedVectorEnv(VectorEnv):
 
     # --- inside ------------------------------------------------------------------------------------------------
 
+    def _deciding(self, bidding: np.ndarray, choosing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The games that decide this step (``bidding`` and ``choosing``, distinct), in order, as
+        ``BatchedGame.step`` takes them (mixed, so that its parts side by side get as many bids each), and per game
+        index its place among them (``row[game]``)."""
+        deciding = np.zeros(self.num_games, dtype=bool)
+        deciding[bidding] = deciding[choosing] = True
+        return np.flatnonzero(deciding), np.cumsum(deciding) - 1
+
     def _rows(self, games: np.ndarray) -> np.ndarray:
         """(len(games), per_game): the rows of ``games``, in seat order."""
         return games[:, None] * self.per_game + np.arange(self.per_game)
