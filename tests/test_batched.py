@@ -400,7 +400,7 @@ def test_step_is_submit_choose_and_play_random_in_one(variant: str) -> None:
         if len(bidding) + len(choosing) == 0:
             break
         games = np.sort(np.concatenate([bidding, choosing]))
-        bids = np.zeros((len(games), P, L.n_targets, 3), dtype=np.int64)
+        bids = np.zeros((len(games), P, L.n_targets, 3), dtype=two.count_type)
         values = np.zeros(len(games), dtype=np.int64)
         at = np.searchsorted(games, bidding)
         for s in range(P):  # the deciding seats' bids (the random seats' rows are the engine's, left at zero)
@@ -437,11 +437,13 @@ def test_step_refuses_misplaced_bids_and_choices_not_allowed() -> None:
     game = BatchedGame(L, 2, seeds=[1, 2])
     random_seat = np.zeros((2, 3), dtype=bool)
     states = random_states(np.arange(2))
-    bids = np.zeros((2, 3, L.n_targets, 3), dtype=np.int64)
+    bids = np.zeros((2, 3, L.n_targets, 3), dtype=game.count_type)
     with pytest.raises(IllegalAction, match=r"game 0: every held token must be placed.*\(D3\)"):
         game.step([0, 1], bids, [0, 0], random_seat, states)
-    with pytest.raises(ValueError, match=r"bids: expected a contiguous int64 array of shape \(2, 3, "):
+    with pytest.raises(ValueError, match=r"bids: expected a contiguous int8 array \(count_type\) of shape \(2, 3, "):
         game.step([0, 1], bids[:, :2], [0, 0], random_seat, states)
+    with pytest.raises(ValueError, match=r"bids: expected a contiguous int8 array"):  # counts wider than the game's
+        game.step([0, 1], bids.astype(np.int64), [0, 0], random_seat, states)
     with pytest.raises(ValueError, match="values: expected 2 choices, got 1"):
         game.step([0, 1], bids, [0], random_seat, states)
     with pytest.raises(ValueError, match="states: expected the games' generators, a writable int64 array of 2"):
@@ -463,10 +465,10 @@ def test_step_refuses_misplaced_bids_and_choices_not_allowed() -> None:
         asked = everyone[(game.kind >= int(GUY)) & (game.decider == 0)]
         if len(asked):
             break
-        own = np.zeros((40, 3, L.n_targets, 3), dtype=np.int64)
+        own = np.zeros((40, 3, L.n_targets, 3), dtype=game.count_type)
         bidding = everyone[game.kind == int(BID)]
         own[: len(bidding), 0] = game.random_bids(bidding, np.zeros(len(bidding), dtype=np.int64), states)
         game.step(bidding, own[: len(bidding)], np.zeros(len(bidding)), random_seat, states)
     g = int(asked[0])
     with pytest.raises(IllegalAction, match=rf"game {g}: .* choice 999 is not allowed"):
-        game.step([g], np.zeros((1, 3, L.n_targets, 3), dtype=np.int64), [999], random_seat, states)
+        game.step([g], np.zeros((1, 3, L.n_targets, 3), dtype=game.count_type), [999], random_seat, states)

@@ -220,6 +220,47 @@ def test_an_opponent_without_act_batch_is_played_game_by_game_with_a_warning() -
         pass
 
 
+@pytest.mark.parametrize("variant", ["3 players", "2 players (Guy)", "first edition, 3 players"])
+def test_the_actions_check_and_read_in_one_pass_as_apart(variant: str) -> None:
+    """``BatchedView.decide`` (the bid mode's step: each action checked against its mask, a legal bid counted, a
+    legal choice turned into the engine's value) gives what ``legal``, ``bid_counts`` and ``engine_choices`` give
+    apart, on legal actions and on actions with one dimension moved (most of them illegal), for every decision."""
+    env = revolution_env.vector_env(64, keep_finished=0, opponents="random", **VARIANTS[variant])
+    env.reset(seed=3)
+    view, game = env.view, env.game
+    rng = np.random.default_rng(4)
+    every = np.arange(env.num_envs)
+    seen = set()
+    for _ in range(60):
+        masks, kinds = env.action_masks(), env._kinds.copy()
+        actions = random_actions(env, rng)
+        bad = actions.copy()
+        dim = rng.integers(bad.shape[1], size=len(bad))
+        bad[every, dim] = rng.integers(-1, env.codec.nvec[dim] + 1)
+        for a in (actions, bad):
+            bids = np.full((env.num_envs, env.players, env.codec.T, 3), -1, dtype=game.count_type)
+            values = np.full(env.num_envs, -9, dtype=np.int64)
+            ok = view.decide(a, masks, kinds, every, env.seat, game.tokens, bids, values)
+            legal = view.legal(a, masks) | (kinds == NONE)
+            np.testing.assert_array_equal(ok, legal)
+            bidding = every[legal & (kinds == K_BID)]
+            counts = view.bid_counts(a[bidding], game.tokens[bidding, env.seat[bidding]])
+            np.testing.assert_array_equal(bids[bidding, env.seat[bidding]], counts)
+            choosing = every[legal & (kinds > K_BID)]
+            expected = view.engine_choices(a[choosing, 0], env.seat[choosing], kinds[choosing])
+            np.testing.assert_array_equal(values[choosing], expected)
+            untouched = np.ones(env.num_envs, dtype=bool)
+            untouched[choosing] = False
+            assert (values[untouched] == -9).all()
+            seen.update(kinds[legal].tolist())
+        env.step(actions)
+    assert len(seen) >= 3, seen  # bids, and at least two kinds of other decisions
+    with pytest.raises(ValueError, match="games or seats outside bids"):  # written unchecked in the compiled loop
+        view.decide(actions, masks, kinds, every + 1, env.seat, game.tokens, bids, values)
+    with pytest.raises(ValueError, match=r"bids: expected a contiguous int8 array \(count_type\)"):
+        view.decide(actions, masks, kinds, every, env.seat, game.tokens, bids.astype(np.int64), values)
+
+
 def test_illegal_action_terminates_or_raises() -> None:
     env = revolution_env.vector_env(3, players=3, opponents="random")
     env.reset(seed=0)

@@ -98,7 +98,8 @@ class SelfPlayVectorEnv(BatchedVectorEnv):
         bidding = waiting[self._complete[self._rows(waiting)].all(1)]
         choosing = np.flatnonzero(pending >= K.K_GUY)
         games, row = self._deciding(bidding, choosing)  # the games that decide, in one step of the engine
-        bids = np.empty((len(games), self.players, self.codec.T, 3), dtype=np.int64)  # rows of choosing games unread
+        # the bids of the games (the rows of choosing games unread), of the engine's integer type
+        bids = np.empty((len(games), self.players, self.codec.T, 3), dtype=game.count_type)
         values = np.zeros(len(games), dtype=np.int64)
         if len(bidding):
             rows = self._rows(bidding).ravel()

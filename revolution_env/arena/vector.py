@@ -100,6 +100,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         self.opponents = Opponents(opponents, P, options, shared=True)
         self._fixed = [] if self.opponents.per_game else [self._register(*pair) for pair in self.opponents.fixed]
         self.opponent_of = np.full((n, P), -1, dtype=np.int64)
+        self._everyone = np.arange(n)
         # opponents' bids decided while the learner decides (_decide_bids_early): per game and seat the action, whether
         # the game has them, and the jobs still running
         self._early = np.zeros((n, P, len(self.codec.nvec)), dtype=np.int64)
@@ -221,20 +222,58 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         self._collect_early()
         return self.__dict__.copy()
 
+    def _check(self, actions: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+        """In the bid mode, the actions checked and read in one pass (``BatchedView.decide``): each legal bid counted
+        into the step's bids, each legal choice into its values, for :meth:`_decide`."""
+        if self.tokens is not None:
+            return super()._check(actions, kinds)
+        count = self.game.count_type
+        self._bids = np.empty((self.num_envs, self.players, self.codec.T, 3), dtype=count)  # rows unread but those
+        self._values = np.zeros(self.num_envs, dtype=np.int64)  # of deciding games and seats
+        return self.view.decide(actions, self._masks, kinds, self._everyone, self.seat, self.game.tokens, self._bids,
+                                self._values)  # fmt: skip
+
     def _decide(self, actions: np.ndarray, kinds: np.ndarray, playing: np.ndarray) -> None:
         """The learner's bids (with its opponents', once its bid is complete) and other decisions; opponents then
         play until the learner is asked again."""
         self._collect_early()  # the opponents' early bids, before anything changes a game
+        if self.tokens is None:
+            games, bids, values = self._read(kinds, playing)
+        else:
+            games, bids, values = self._place_tokens(actions, kinds, playing)
+        random_seat = self.opponent_of == 0
+        self.game.step(games, bids, values, random_seat, self._random_states)  # random opponents' decisions there
+        self._play_opponents(random_seat)
+
+    def _read(self, kinds: np.ndarray, playing: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The bid mode: the games that decide, their bids and their choices as ``BatchedGame.step`` takes them, from
+        those :meth:`_check` read (game g's in row g), the agents' bids added."""
+        deciding = playing & (kinds != K.K_NONE)
+        every = bool(deciding.all())
+        games = self._everyone if every else np.flatnonzero(deciding)
+        bids, values = self._bids, self._values
+        if len(self._table) > 1:  # agents among the opponents: their bids of the round, decided early
+            bidding = games[kinds[games] == K.K_BID]
+            self._opponent_bids(bidding, bids, bidding)
+        if not every:
+            bids, values = bids[games], values[games]
+        return games, bids, values
+
+    def _place_tokens(
+        self, actions: np.ndarray, kinds: np.ndarray, playing: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The token mode: each bidding row's token placed, and the games whose bids are complete or that choose,
+        with their bids (the agents' added) and their choices as ``BatchedGame.step`` takes them."""
         game, view = self.game, self.view
-        everyone = np.arange(self.num_envs)
+        everyone = self._everyone
         bidding = everyone[playing & (kinds == K.K_BID)]
         choosing = everyone[playing & (kinds >= K.K_GUY)]
         held = game.tokens[bidding, self.seat[bidding]]
-        complete = self.mode.place_many(bidding, actions[bidding], held)  # in the token mode, one token placed
+        complete = self.mode.place_many(bidding, actions[bidding], held)  # one token placed
         bidding, held = bidding[complete], held[complete]
         # the games that decide, with one array of bids (the rows of the games that choose unread) and one of choices
         games, row = self._deciding(bidding, choosing)
-        bids = np.empty((len(games), self.players, self.codec.T, 3), dtype=np.int64)
+        bids = np.empty((len(games), self.players, self.codec.T, 3), dtype=game.count_type)
         values = np.zeros(len(games), dtype=np.int64)
         if len(bidding):
             at = row[bidding]
@@ -244,9 +283,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         if len(choosing):
             choices = self.mode.choices_many(actions[choosing])
             values[row[choosing]] = view.engine_choices(choices, self.seat[choosing], kinds[choosing])
-        random_seat = self.opponent_of == 0
-        game.step(games, bids, values, random_seat, self._random_states)  # random opponents' decisions drawn there
-        self._play_opponents(random_seat)
+        return games, bids, values
 
     def _final_extras(self) -> dict[str, np.ndarray]:
         # the other seats' opponents, in seat order, as indices into opponent_names()

@@ -104,6 +104,11 @@ class BatchedVectorEnv(VectorEnv):
         """New games in ``games`` (their bids under construction forgotten)."""
         raise NotImplementedError
 
+    def _check(self, actions: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+        """(num_envs,) bool: whether each row's action is legal (a row with nothing to decide passes whatever its
+        action), before anything changes a game."""
+        return (kinds == K.K_NONE) | self.mode.legal_many(self.view, actions, self._masks)
+
     def _decide(self, actions: np.ndarray, kinds: np.ndarray, playing: np.ndarray) -> None:
         """The rows' decisions ``actions`` (``kinds`` their :class:`Decision`) into the games, for the rows of
         ``playing`` (bool per row: legal, and its game not ended by another row's illegal action); each game then
@@ -151,7 +156,7 @@ class BatchedVectorEnv(VectorEnv):
             raise RuntimeError("step() before reset(): call reset() first")
         actions = self.mode.check_many(actions, self._rows_are())
         kinds = self._kinds
-        illegal = (kinds != K.K_NONE) & ~self.mode.legal_many(self.view, actions, self._masks)
+        illegal = ~self._check(actions, kinds)
         if illegal.any():
             self._illegal(np.flatnonzero(illegal), actions)
         rows = self.row_game

@@ -54,6 +54,14 @@ def _count_type(most: int) -> type:
     return next(t for t in (np.int8, np.int16, np.int32, np.int64) if most <= np.iinfo(t).max)
 
 
+def count_type(layout: Layout) -> type:
+    """The integer type of a :class:`BatchedGame`'s bids (its ``bids`` and ``revealed``, the bids :meth:`~BatchedGame.step`
+    takes): a bid holds at most the game's total of a type (the bank is finite, D1), so int8 on the printed board,
+    wider where a custom board has more. An eighth of int64's bytes: a 4,096-game step of the vector env reads and
+    writes its bids several times, and memory traffic, not arithmetic, is much of its time."""
+    return _count_type(int(np.max(layout.totals)))
+
+
 def _card_draws(L: Layout) -> int:
     """The most cards one round can draw: every player's Gold on the Card space up to the limit (Guy never bids
     there); 0 outside the first edition."""
@@ -123,8 +131,9 @@ class BatchedGame:
         self.support = np.zeros((n, S), dtype=np.int64)
         self.cubes = np.zeros((n, A, S), dtype=np.int64)
         self.supply = np.zeros((n, S), dtype=np.int64)
-        self.bids = np.zeros((n, S, T, 3), dtype=np.int64)
-        self.revealed = np.zeros((n, S, T, 3), dtype=np.int64)
+        self.count_type = count = count_type(L)
+        self.bids = np.zeros((n, S, T, 3), dtype=count)
+        self.revealed = np.zeros((n, S, T, 3), dtype=count)
         self.winners = np.full((n, T), -2, dtype=np.int64)
         self.best = np.full((n, T), -1, dtype=np.int64)
         self.contested = np.zeros((n, T), dtype=np.bool_)
@@ -145,9 +154,7 @@ class BatchedGame:
         self._shuffles = np.zeros(n, dtype=np.int64)  # shuffles drawn into `deck` so far, per game
         self._st = tuple(getattr(self, name) for name in K.STATE_FIELDS)
         # The story of each game, for export: raw bids and priority per round, and the rare choices.
-        # a bid holds at most the game's total of a type (the bank is finite, D1): int8 on the printed board, wider
-        # where a custom board has more
-        self._hist_bids = np.zeros((n, HISTORY_START, L.players, T, 3), dtype=_count_type(int(np.max(L.totals))))
+        self._hist_bids = np.zeros((n, HISTORY_START, L.players, T, 3), dtype=count)
         self._hist_priority = np.full((n, HISTORY_START), -1, dtype=np.int8)
         # choices per round: -2 none, -1 declined or passed, else the engine's choice value
         self._hist_spy = np.full((n, HISTORY_START), -2, dtype=np.int16)
@@ -389,7 +396,7 @@ class BatchedGame:
     ) -> None:
         """One decision of each of ``games`` (distinct), in one pass over them side by side, and the random seats'
         decisions that follow: :meth:`submit_bids`, :meth:`choose` and :meth:`play_random` in one. A game that waits
-        for bids takes ``bids[i]`` (players, T, 3) with the rows of the seats with ``random_seat[game, seat]`` (N,
+        for bids takes ``bids[i]`` (players, T, 3; :attr:`count_type`) with the rows of the seats with ``random_seat[game, seat]`` (N,
         players) drawn here instead (:meth:`random_bids`' rule, from the games' generators ``states``); one that
         waits for a non-bid decision takes ``values[i]`` (:meth:`choose`'s value). Then each game's random seats
         play their non-bid decisions until another seat decides or the game ends. The games come out as those
@@ -400,8 +407,11 @@ class BatchedGame:
         g = np.ascontiguousarray(games, dtype=np.int64).reshape(-1)
         n = len(g)
         if not (isinstance(bids, np.ndarray) and bids.shape == (n, L.players, L.n_targets, 3)
-                and bids.dtype == np.int64 and bids.flags.c_contiguous):  # fmt: skip
-            raise ValueError(f"bids: expected a contiguous int64 array of shape {(n, L.players, L.n_targets, 3)}")
+                and bids.dtype == self.count_type and bids.flags.c_contiguous):  # fmt: skip
+            raise ValueError(
+                f"bids: expected a contiguous {np.dtype(self.count_type).name} array (count_type) of shape "
+                f"{(n, L.players, L.n_targets, 3)}"
+            )
         values = np.ascontiguousarray(values, dtype=np.int64).reshape(-1)
         if len(values) != n:
             raise ValueError(f"values: expected {n} choices, got {len(values)}")

@@ -14,7 +14,7 @@ import numpy as np
 
 from revolution_env.common.jit import borrowed, in_parts, read_only
 from revolution_env.engine import kernels as K
-from revolution_env.engine.batched import BatchedGame
+from revolution_env.engine.batched import BatchedGame, count_type
 from revolution_env.engine.kernels import (
     C_APO,
     C_AREAS,
@@ -57,6 +57,7 @@ class BatchedView:
         # what masks_many reads of the codec: C, T, then each token type's first column, then how many it has
         first = [c.C + (int(c.block[t]) - 1) * c.T for t in range(3)]
         self.codes = np.array([c.C, c.T, *first, *c.n_tokens], dtype=np.int64)
+        self.count_type = count_type(L)  # the bids' integer type, as BatchedGame.step takes them
 
     # --- what each seat is asked -------------------------------------------------------------------------------
 
@@ -106,9 +107,9 @@ class BatchedView:
     def bid_counts(self, actions: np.ndarray, held: np.ndarray) -> np.ndarray:
         """(n, T, 3) token counts per target from bid actions (n, D) and the tokens held (n, 3)."""
         n = len(actions)
-        out = np.empty((n, 1, self.codec.T, 3), dtype=np.int64)
+        out = np.empty((n, 1, self.codec.T, 3), dtype=self.count_type)
         self.bid_counts_into(out, np.arange(n), np.zeros(n, dtype=np.int64), actions, held)
-        return out[:, 0]
+        return out[:, 0].astype(np.int64)
 
     def bid_counts_into(
         self, out: np.ndarray, rows: np.ndarray, seats: np.ndarray, actions: np.ndarray, held: np.ndarray
@@ -116,11 +117,56 @@ class BatchedView:
         """:meth:`bid_counts` of each action written into ``out[rows[i], seats[i]]``: ``out`` (m, players, T, 3) holds
         the bids of games as ``BatchedGame.step`` takes them."""
         actions, held, rows, seats = _indices(actions, held, rows, seats)
-        if out.dtype != np.int64 or out.ndim != 4 or out.shape[2:] != (self.codec.T, 3) or not out.flags.c_contiguous:
-            raise ValueError(f"out: expected a contiguous int64 array of shape (m, players, {self.codec.T}, 3)")
+        if not self._bids_form(out):
+            raise ValueError(f"out: {self._bids_expected()}")
         if len(rows) and (rows.min() < 0 or rows.max() >= len(out) or seats.min() < 0 or seats.max() >= out.shape[1]):
             raise ValueError("rows, seats: outside out")
         bid_counts_many(actions, held, self.dim_type, self.dim_j, rows, seats, out)
+
+    def decide(
+        self,
+        actions: np.ndarray,
+        masks: np.ndarray,
+        kinds: np.ndarray,
+        games: np.ndarray,
+        seats: np.ndarray,
+        tokens: np.ndarray,
+        bids: np.ndarray,
+        values: np.ndarray,
+    ) -> np.ndarray:
+        """Bid-mode actions (n, D) of the seats ``seats`` of ``games``, facing ``kinds``, checked and read in one
+        pass: (n,) bool, whether each satisfies its mask (:meth:`legal`; a row with nothing to decide passes);
+        where it does, a bid counted into ``bids[game, seat]`` (``bids``: (G, players, T, 3), :meth:`bid_counts`'s
+        counts, from the tokens held in ``tokens``), a choice as the engine's value into ``values[game]``
+        (:meth:`engine_choices`). Each (game, seat) at most once."""
+        c = self.codec
+        actions, kinds, games, seats = _indices(actions, kinds, games, seats)
+        n = len(actions)
+        same = {len(kinds), len(games), len(seats)} == {n}
+        if actions.shape != (n, len(c.nvec)) or masks.shape != (n, c.size) or not same:
+            raise ValueError("decide: actions, masks, kinds, games and seats of one row each")
+        if not self._bids_form(bids):
+            raise ValueError(f"bids: {self._bids_expected()}")
+        G, P = bids.shape[:2]
+        if len(tokens) != G or tokens.shape[1] < P or values.shape != (G,) or values.dtype != np.int64:
+            raise ValueError("decide: tokens, bids and values of the same games (values: int64)")
+        if n and (games.min() < 0 or games.max() >= G or seats.min() < 0 or seats.max() >= P):  # written unchecked
+            raise ValueError("decide: games or seats outside bids")
+        ok = np.empty(n, dtype=bool)
+        tables = (c.nvec, c.offsets, self.dim_type, self.dim_j, self.perm)
+        m = read_only(masks)
+        in_parts(n, lambda lo, hi: decide_many(actions[lo:hi], m[lo:hi], kinds[lo:hi], games[lo:hi], seats[lo:hi],
+                                               tokens, *tables, ok[lo:hi], bids, values))  # fmt: skip
+        return ok
+
+    def _bids_form(self, bids: np.ndarray) -> bool:
+        """Whether ``bids`` holds the bids of games as ``BatchedGame.step`` takes them."""
+        return (isinstance(bids, np.ndarray) and bids.dtype == self.count_type and bids.ndim == 4
+                and bids.shape[2:] == (self.codec.T, 3) and bids.flags.c_contiguous)  # fmt: skip
+
+    def _bids_expected(self) -> str:
+        name = np.dtype(self.count_type).name
+        return f"expected a contiguous {name} array (count_type) of shape (m, players, {self.codec.T}, 3)"
 
     def engine_choices(self, values: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """The engine's choice values (-1 declines; absolute seats) from dimension 0 of the actions."""
@@ -298,3 +344,45 @@ def bid_counts_many(actions, held, dim_type, dim_j, rows, seats, out):
                 if target < 0 or target >= out.shape[2]:  # never expected: the actions are checked first
                     raise IndexError("bid_counts: a token's target is out of range")
                 out[r, s, target, t] += 1
+
+
+@jit
+def decide_many(actions, masks, kinds, games, seats, tokens, nvec, offsets, dim_type, dim_j, perm, ok, bids, values):
+    """The bid mode's actions of many rows in one pass: ``ok[i]``, whether row ``i``'s action satisfies its mask (as
+    :func:`legal_many`; a row with nothing to decide, ``kinds[i]`` 0, passes whatever its action); then, where it
+    does, a bid counted into ``bids[games[i], seats[i]]`` (T, 3) (as :func:`bid_counts_many`, the tokens the seat
+    holds in ``tokens``), a choice as the engine's value into ``values[games[i]]`` (as
+    :meth:`BatchedView.engine_choices`: -1 declines; absolute seats)."""
+    S = perm.shape[1]
+    for i in range(actions.shape[0]):
+        kind = kinds[i]
+        good = True
+        if kind != K.K_NONE:
+            for d in range(actions.shape[1]):
+                v = actions[i, d]
+                if v < 0 or v >= nvec[d] or not masks[i, offsets[d] + v]:
+                    good = False
+                    break
+        ok[i] = good
+        if kind == K.K_NONE or not good:
+            continue
+        g, s = games[i], seats[i]
+        if kind == K.K_BID:
+            for c in range(bids.shape[2]):
+                for t in range(3):
+                    bids[g, s, c, t] = 0
+            for d in range(len(dim_type)):
+                t = dim_type[d]
+                if dim_j[d] < tokens[g, s, t]:
+                    bids[g, s, actions[i, d + 1], t] += 1
+            continue
+        v = actions[i, 0]
+        if v == 0:
+            values[g] = -1
+        elif kind == K.K_GUY:
+            character, rest = (v - 1) // 4, (v - 1) % 4
+            answered = s if rest // 2 == 0 else 1 - s
+            values[g] = (character * 2 + answered) * 2 + rest % 2
+        else:
+            area, rel = (v - 1) // S, (v - 1) % S
+            values[g] = area * S + perm[s, rel]
