@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import platform
 import subprocess
@@ -64,14 +65,43 @@ import numpy as np
 
 def measure(play_game, seconds: float) -> dict[str, float]:
     """Run ``play_game(i) -> decisions`` until ``seconds`` have passed (after one warm-up game)."""
-    play_game(-1)
-    decisions = games = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        decisions += play_game(games)
-        games += 1
-    elapsed = time.perf_counter() - start
+    decisions, games, elapsed = game_runner(play_game)(seconds)
     return {"decisions_per_s": decisions / elapsed, "games_per_s": games / elapsed, "games": games}
+
+
+def game_runner(play_game):
+    """``run(seconds) -> (decisions, games, elapsed)``: whole games of ``play_game(i) -> decisions`` (``i`` counting
+    on from one call to the next) until ``seconds`` have passed; one warm-up game is played here."""
+    play_game(-1)
+    played = itertools.count()
+
+    def run(seconds: float) -> tuple[int, int, float]:
+        decisions = games = 0
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            decisions += play_game(next(played))
+            games += 1
+        return decisions, games, time.perf_counter() - start
+
+    return run
+
+
+def alternating(a, b, seconds: float, pairs: int = 5) -> dict[str, float]:
+    """The rate of runner ``a`` over that of runner ``b`` (``run(seconds) -> (decisions, games, elapsed)``, as
+    :func:`game_runner` and :func:`vector_runner` make them), measured in ``pairs`` pairs of blocks of ``seconds / (2
+    * pairs)`` each, in the order a b, b a, a b, ...: one ratio per pair, so that a machine whose speed drifts (a shared
+    host's: this one's moves by a fifth between runs) moves both sides of each ratio alike. The median of the ratios,
+    the lowest and the highest."""
+    block = seconds / (2 * pairs)
+    ratios = []
+    for k in range(pairs):
+        first, second = (a, b) if k % 2 == 0 else (b, a)
+        rates = {}
+        for run in (first, second):
+            decisions, _, elapsed = run(block)
+            rates[run] = decisions / elapsed
+        ratios.append(rates[a] / rates[b])
+    return {"ratio": float(np.median(ratios)), "low": min(ratios), "high": max(ratios), "pairs": pairs}
 
 
 class UniformIndex:
@@ -211,11 +241,10 @@ def token_sampler(env, seed: int = 0):
     return act
 
 
-def vector_random_play(
-    players: int, num_envs: int, seconds: float, opponents: str = "random", action_mode: str = "bid", **rules
-) -> dict[str, float]:
-    """``vector_env`` with random opponents; learner actions drawn from the masks in batch (in the token mode, one
-    token a step: a learner step is a token). ``rules``: rule options (``first_edition=True``)."""
+def vector_runner(players: int, num_envs: int, opponents: str = "random", action_mode: str = "bid", **rules):
+    """``run(seconds) -> (learner steps, games, elapsed)``: ``vector_env`` with random opponents stepped until
+    ``seconds`` have passed, the learner's actions drawn from the masks in batch (in the token mode, one token a
+    step: a learner step is a token); made and warmed up here. ``rules``: rule options (``first_edition=True``)."""
     import revolution_env
 
     env = revolution_env.vector_env(
@@ -225,13 +254,24 @@ def vector_random_play(
     act = token_sampler(env) if action_mode == "tokens" else batched_sampler(env)
     for _ in range(3):  # warm-up (numba's compiled loops load from its cache)
         env.step(act())
-    steps = games = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        _, _, terminated, truncated, _ = env.step(act())
-        steps += num_envs
-        games += int((terminated | truncated).sum())
-    elapsed = time.perf_counter() - start
+
+    def run(seconds: float) -> tuple[int, int, float]:
+        steps = games = 0
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            _, _, terminated, truncated, _ = env.step(act())
+            steps += num_envs
+            games += int((terminated | truncated).sum())
+        return steps, games, time.perf_counter() - start
+
+    return run
+
+
+def vector_random_play(
+    players: int, num_envs: int, seconds: float, opponents: str = "random", action_mode: str = "bid", **rules
+) -> dict[str, float]:
+    """:func:`vector_runner` for ``seconds``: learner steps/s and games/s."""
+    steps, games, elapsed = vector_runner(players, num_envs, opponents, action_mode, **rules)(seconds)
     return {"decisions_per_s": steps / elapsed, "games_per_s": games / elapsed, "games": games}
 
 
@@ -447,8 +487,15 @@ def figures(args: argparse.Namespace) -> dict[str, dict[str, dict[str, float]]]:
                 p, n, args.seconds, opponents, "tokens", **rules
             )
     play["connect_four_v3 AEC"] = measure(aec_random_play(connect_four_v3.env, discrete=True), args.seconds)
+    paired: dict[str, dict[str, float]] = {}
     try:
         play[f"open_spiel goofspiel, 13 cards, {p}p"] = measure(goofspiel_random_play(p), args.seconds)
+        if args.vector:  # the target's ratio again, the two measured in turn (twice --seconds in all)
+            n = max(args.vector)
+            ours = vector_runner(p, n, opponents, **rules)
+            paired[f"vector_env N={n}, {p}p, {o}"] = alternating(
+                ours, game_runner(goofspiel_random_play(p)), 2 * args.seconds
+            )
     except ImportError:
         print("(open_spiel not installed: pip install -e .[bench] to compare with goofspiel)")
     train: dict[str, dict[str, float]] = {}
@@ -466,7 +513,7 @@ def figures(args: argparse.Namespace) -> dict[str, dict[str, dict[str, float]]]:
         train["its league"], train["one thread"] = _mean(league), _mean(alone)
         train["selfplay"] = selfplay_training(args.train)
     bots = bot_decisions(p, args.seconds) if args.bots else {}
-    return {"play": play, "vector": vector, "train": train, "bots": bots}
+    return {"play": play, "vector": vector, "paired": paired, "train": train, "bots": bots}
 
 
 def main() -> None:
@@ -573,6 +620,13 @@ def main() -> None:
             ratio_goof = f"{rate / goof:12.2f}" if goof else f"{'-':>12}"
             print(f"{name:40} {rate:12,.0f} {r['games_per_s']:9,.1f}  {rate / scalar:15.1f} {ratio_goof}"
                   f"{extra('vector', name, rate)}")  # fmt: skip
+        for name, r in quiet["paired"].items():
+            results[f"{name} / goofspiel, alternating"] = r
+            print(
+                f"{name} against goofspiel in {r['pairs']} pairs of alternating blocks ({2 * args.seconds:.0f} s): "
+                f"{r['ratio']:.2f}x (pairs {r['low']:.2f} to {r['high']:.2f})"
+                + (f"; {beside} processes {loaded['paired'][name]['ratio']:.2f}x" if loaded else "")
+            )
         largest = max(args.vector)
         memory = vector_memory(args.players[0], largest, **first_edition(args))
         results[f"vector_env N={largest} memory"] = memory

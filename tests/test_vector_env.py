@@ -696,6 +696,27 @@ def _benchmark_module():
     return bench
 
 
+def test_the_benchmark_s_alternating_ratio_measures_both_sides_in_turn():
+    """``alternating`` (the vector env against goofspiel, measured in turn): blocks of equal length in the order a b,
+    b a, a b, ..., one ratio per pair, their median and range; a machine that slows down between pairs moves both
+    sides of each ratio alike, so the ratio holds where two separate measurements would not."""
+    bench = _benchmark_module()
+    calls = []
+    speed = iter([1.0, 1.0, 0.5, 0.5, 0.25, 0.25, 0.5, 0.5, 1.0, 1.0])  # the machine's speed, block by block
+
+    def runner(name: str, rate: float):
+        def run(seconds: float) -> tuple[int, int, float]:
+            calls.append((name, seconds))
+            return rate * next(speed) * seconds, 1, seconds
+
+        return run
+
+    r = bench.alternating(runner("a", 300.0), runner("b", 400.0), 2.0, pairs=5)
+    assert [name for name, _ in calls] == ["a", "b", "b", "a", "a", "b", "b", "a", "a", "b"]
+    assert all(seconds == pytest.approx(0.2) for _, seconds in calls)
+    assert r["ratio"] == r["low"] == r["high"] == pytest.approx(0.75) and r["pairs"] == 5
+
+
 def test_the_benchmark_draws_every_game_s_moves_as_uniform_indices():
     """The reference games and ours draw alike (benchmark.py's docstring): uniform indices into the legal actions;
     goofspiel with 13 cards and 3 players makes 12 decisions per player and game (OpenSpiel plays the last card)."""
