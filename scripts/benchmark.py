@@ -86,7 +86,7 @@ def game_runner(play_game):
     return run
 
 
-def alternating(a, b, seconds: float, pairs: int = 5) -> dict[str, float]:
+def alternating(a, b, seconds: float, pairs: int = 10) -> dict[str, float]:
     """The rate of runner ``a`` over that of runner ``b`` (``run(seconds) -> (decisions, games, elapsed)``, as
     :func:`game_runner` and :func:`vector_runner` make them), measured in ``pairs`` pairs of blocks of ``seconds / (2
     * pairs)`` each, in the order a b, b a, a b, ...: one ratio per pair, so that a machine whose speed drifts (a shared
