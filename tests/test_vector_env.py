@@ -734,24 +734,26 @@ def test_the_benchmark_draws_every_game_s_moves_as_uniform_indices():
 
 def test_the_benchmark_s_batched_sampler_draws_legal_uniform_actions():
     """The vector rows' learner actions (benchmark.py's ``batched_sampler``): legal by the masks, every held token on
-    each legal target of its type about equally often, and choices made where decisions offer them."""
+    each legal target of its type about equally often, and choices made where decisions offer them; the rows that
+    choose read from ``info["decision"]`` or found in the masks, the same draws."""
     import revolution_env
 
     bench = _benchmark_module()
     env = revolution_env.vector_env(64, players=3, opponents="random", keep_finished=0)
-    env.reset(seed=0)
-    act = bench.batched_sampler(env, seed=1)
+    info = env.reset(seed=0)[1]
+    act, masks_only = bench.batched_sampler(env, seed=1), bench.batched_sampler(env, seed=1)
     c = env.codec
     hits = np.zeros((c.K, c.T), dtype=np.int64)
     choices = 0
     for _ in range(300):
         masks = env.action_masks()
-        actions = act()
+        actions = act(info["decision"])
+        np.testing.assert_array_equal(actions, masks_only())
         assert env.view.legal(actions, masks).all()  # an unheld token's dimension allows target 0 alone
         for d in range(c.K):
             np.add.at(hits[d], actions[:, 1 + d], 1)
         choices += int((actions[:, 0] > 0).sum())
-        env.step(actions)
+        info = env.step(actions)[4]
     assert choices > 0
     dim_type = np.repeat(np.arange(3), c.n_tokens)
     for t in range(3):
