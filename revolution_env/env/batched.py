@@ -318,32 +318,41 @@ def masks_many(games, seats, kinds, st, tb, perm, codes, out):
 def legal_many(actions, masks, nvec, offsets, ok):
     """Whether each action row satisfies its mask row, dimension by dimension (values outside a dimension fail)."""
     for i in range(actions.shape[0]):
-        good = True
-        for d in range(actions.shape[1]):
-            v = actions[i, d]
-            if v < 0 or v >= nvec[d] or not masks[i, offsets[d] + v]:
-                good = False
-                break
-        ok[i] = good
+        ok[i] = legal_row(actions, masks, i, nvec, offsets)
+
+
+@jit(inline=True)
+def legal_row(actions, masks, i, nvec, offsets):
+    """Whether action row ``i`` satisfies mask row ``i``."""
+    for d in range(actions.shape[1]):
+        v = actions[i, d]
+        if v < 0 or v >= nvec[d] or not masks[i, offsets[d] + v]:
+            return False
+    return True
 
 
 @jit
 def bid_counts_many(actions, held, dim_type, dim_j, rows, seats, out):
-    """Each bid action's tokens counted per target and type into ``out[rows[i], seats[i]]`` (T, 3), zeroed first: token
-    dimension ``d`` (action column ``d + 1``) is the ``dim_j[d]``-th token of type ``dim_type[d]``, placed where the
-    row holds it."""
+    """Each bid action's tokens counted per target and type into ``out[rows[i], seats[i]]`` (:func:`count_bid`)."""
     for i in range(actions.shape[0]):
-        r, s = rows[i], seats[i]
-        for c in range(out.shape[2]):
-            for t in range(3):
-                out[r, s, c, t] = 0
-        for d in range(len(dim_type)):
-            t = dim_type[d]
-            if dim_j[d] < held[i, t]:
-                target = actions[i, d + 1]
-                if target < 0 or target >= out.shape[2]:  # never expected: the actions are checked first
-                    raise IndexError("bid_counts: a token's target is out of range")
-                out[r, s, target, t] += 1
+        count_bid(actions, i, held[i], dim_type, dim_j, out, rows[i], seats[i])
+
+
+@jit(inline=True)
+def count_bid(actions, i, held, dim_type, dim_j, out, r, s):
+    """Bid action row ``i``'s tokens counted per target and type into ``out[r, s]`` (T, 3), zeroed first: token
+    dimension ``d`` (action column ``d + 1``) is the ``dim_j[d]``-th token of type ``dim_type[d]``, placed where the
+    seat holds it (``held``: its tokens, (3,))."""
+    for c in range(out.shape[2]):
+        for t in range(3):
+            out[r, s, c, t] = 0
+    for d in range(len(dim_type)):
+        t = dim_type[d]
+        if dim_j[d] < held[t]:
+            target = actions[i, d + 1]
+            if target < 0 or target >= out.shape[2]:  # never expected: the actions are checked first
+                raise IndexError("bid_counts: a token's target is out of range")
+            out[r, s, target, t] += 1
 
 
 @jit
@@ -356,25 +365,13 @@ def decide_many(actions, masks, kinds, games, seats, tokens, nvec, offsets, dim_
     S = perm.shape[1]
     for i in range(actions.shape[0]):
         kind = kinds[i]
-        good = True
-        if kind != K.K_NONE:
-            for d in range(actions.shape[1]):
-                v = actions[i, d]
-                if v < 0 or v >= nvec[d] or not masks[i, offsets[d] + v]:
-                    good = False
-                    break
+        good = kind == K.K_NONE or legal_row(actions, masks, i, nvec, offsets)
         ok[i] = good
         if kind == K.K_NONE or not good:
             continue
         g, s = games[i], seats[i]
         if kind == K.K_BID:
-            for c in range(bids.shape[2]):
-                for t in range(3):
-                    bids[g, s, c, t] = 0
-            for d in range(len(dim_type)):
-                t = dim_type[d]
-                if dim_j[d] < tokens[g, s, t]:
-                    bids[g, s, actions[i, d + 1], t] += 1
+            count_bid(actions, i, tokens[g, s], dim_type, dim_j, bids, g, s)
             continue
         v = actions[i, 0]
         if v == 0:
