@@ -232,6 +232,23 @@ def test_a_board_with_more_than_127_tokens_of_a_type_records_and_replays_its_bid
     assert batch._hist_bids.max() >= 150
     for i in range(2):
         assert state_dict(run_scenario(batch.export(i))) == batch.state_dict(i)
+    # the vector env on that board: its bids in int16 (count_type) through its step, its games replayed
+    import revolution_env
+
+    env = revolution_env.vector_env(8, players=3, opponents="random", board=str(path), keep_finished=100)
+    env.reset(seed=3)
+    assert env.game.count_type == np.int16 and env.game.bids.dtype == np.int16
+    space = env.single_action_space
+    space.seed(4)
+    finished = []
+    for _ in range(400):
+        env.step(np.stack([space.sample(m.astype(np.int8)) for m in env.action_masks()]))
+        finished += env.pop_finished()
+        if len(finished) >= 2:
+            break
+    assert len(finished) >= 2
+    for scenario, final in finished[:2]:
+        assert state_dict(run_scenario(scenario)) == final
 
 
 def test_index_arrays_cross_into_the_kernels_contiguous(monkeypatch) -> None:

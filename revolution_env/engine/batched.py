@@ -55,10 +55,11 @@ def _count_type(most: int) -> type:
 
 
 def count_type(layout: Layout) -> type:
-    """The integer type of a :class:`BatchedGame`'s bids (its ``bids`` and ``revealed``, the bids :meth:`~BatchedGame.step`
-    takes): a bid holds at most the game's total of a type (the bank is finite, D1), so int8 on the printed board,
-    wider where a custom board has more. An eighth of int64's bytes: a 4,096-game step of the vector env reads and
-    writes its bids several times, and memory traffic, not arithmetic, is much of its time."""
+    """The integer type of a :class:`BatchedGame`'s bids (its ``bids`` and ``revealed``, the bids
+    :meth:`~BatchedGame.step` takes): a bid holds at most the game's total of a type (the bank is finite, D1), so
+    int8 on the printed board, wider where a custom board has more. An eighth of int64's bytes: a 4,096-game step of
+    the vector env reads and writes its bids several times, and memory traffic, not arithmetic, is much of its
+    time."""
     return _count_type(int(np.max(layout.totals)))
 
 
@@ -114,7 +115,8 @@ class BatchedGame:
     others, or both at once in :meth:`step` (the vector envs' step, random seats' decisions drawn inside). Games are
     reset individually (:meth:`reset`), so finished ones can start again while others play on.
     ``rng`` draws D9's coin flips (a scenario exported by :meth:`export` carries the resulting ``priority``); the
-    first edition's shuffles come from each game's seed, as the scalar engine's do.
+    first edition's shuffles come from each game's seed, as the scalar engine's do. Bids are held in
+    :attr:`count_type` (:func:`count_type`: int8 on the printed board), the rest of the state in int64.
     """
 
     def __init__(self, layout: Layout, n: int, seeds: Any = None, rng: np.random.Generator | None = None) -> None:
@@ -395,14 +397,14 @@ class BatchedGame:
         self, games: np.ndarray, bids: np.ndarray, values: np.ndarray, random_seat: np.ndarray, states: np.ndarray
     ) -> None:
         """One decision of each of ``games`` (distinct), in one pass over them side by side, and the random seats'
-        decisions that follow: :meth:`submit_bids`, :meth:`choose` and :meth:`play_random` in one. A game that waits
-        for bids takes ``bids[i]`` (players, T, 3; :attr:`count_type`) with the rows of the seats with ``random_seat[game, seat]`` (N,
-        players) drawn here instead (:meth:`random_bids`' rule, from the games' generators ``states``); one that
-        waits for a non-bid decision takes ``values[i]`` (:meth:`choose`'s value). Then each game's random seats
-        play their non-bid decisions until another seat decides or the game ends. The games come out as those
-        methods called in turn leave them (``tests/test_batched.py``). Bids that misplace tokens (D3) or a choice
-        not allowed raise :class:`IllegalAction` naming the first such game; the other games' decisions are made.
-        ``bids`` is written to (the random seats' rows)."""
+        decisions that follow: :meth:`submit_bids`, :meth:`choose` and :meth:`play_random` in one. A game that waits for
+        bids takes ``bids[i]`` (players, T, 3; of :attr:`count_type`) with the rows of the seats with
+        ``random_seat[game, seat]`` (N, players) drawn here instead (:meth:`random_bids`' rule, from the games'
+        generators ``states``); one that waits for a non-bid decision takes ``values[i]`` (:meth:`choose`'s value). Then
+        each game's random seats play their non-bid decisions until another seat decides or the game ends. The games
+        come out as those methods called in turn leave them (``tests/test_batched.py``). Bids that misplace tokens (D3)
+        or a choice not allowed raise :class:`IllegalAction` naming the first such game; the other games' decisions are
+        made. ``bids`` is written to (the random seats' rows)."""
         L = self.layout
         g = np.ascontiguousarray(games, dtype=np.int64).reshape(-1)
         n = len(g)
