@@ -43,7 +43,10 @@ chance nodes (the point card turned up, uniform over those left) the same way. P
 indices of the observation's ``action_mask``. Revolution!'s AEC env and the single-agent env: every dimension of
 the ``MultiDiscrete`` action uniform among the values its part of the mask allows, all dimensions in one
 vectorised draw (``MaskedMultiDiscrete.sample``); the vector env: the same for all its games in one draw
-(:func:`batched_sampler`, which reads the rows that choose from the step's ``info["decision"]``). OpenSpiel is optional (``pip install -e .[bench]``).
+(:func:`batched_sampler`, which reads the rows that choose from the step's ``info["decision"]``). With ``--vector``
+and OpenSpiel installed, the vector env at the largest N and goofspiel are also measured in turn, in ten pairs of
+alternating blocks (:func:`alternating`), for a ratio that a drifting machine moves less. OpenSpiel is optional
+(``pip install -e .[bench]``).
 """
 
 from __future__ import annotations
