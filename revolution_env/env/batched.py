@@ -170,16 +170,14 @@ class BatchedView:
 
     def engine_choices(self, values: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """The engine's choice values (-1 declines; absolute seats) from dimension 0 of the actions."""
-        c = self.codec
-        values = np.asarray(values, dtype=np.int64)
-        i = values - 1
-        character, rest = np.divmod(i, 4)
-        answered_rel, mode = np.divmod(rest, 2)
-        answered = np.where(answered_rel == 0, seats, 1 - seats)
-        guy = (character * 2 + answered) * 2 + mode
-        area, rel = np.divmod(i, c.S)
-        cube = area * c.S + self.perm[seats, np.clip(rel, 0, c.S - 1)]
-        return np.where(values == 0, -1, np.where(kinds == K.K_GUY, guy, cube))
+        values, seats, kinds = _indices(values, seats, kinds)
+        if not len(values) == len(seats) == len(kinds):
+            raise ValueError("engine_choices: values, seats and kinds of one row each")
+        if len(seats) and (seats.min() < 0 or seats.max() >= len(self.perm)):  # read unchecked
+            raise ValueError(f"engine_choices: seats from 0 to {len(self.perm) - 1}")
+        out = np.empty(len(values), dtype=np.int64)
+        engine_choices_many(values, seats, kinds, self.perm, out)
+        return out
 
 
 # The features observe_many writes, in this order (the names of ObservationLayout; -1 where a variant has none).
@@ -361,8 +359,7 @@ def decide_many(actions, masks, kinds, games, seats, tokens, nvec, offsets, dim_
     :func:`legal_many`; a row with nothing to decide, ``kinds[i]`` 0, passes whatever its action); then, where it
     does, a bid counted into ``bids[games[i], seats[i]]`` (T, 3) (as :func:`bid_counts_many`, the tokens the seat
     holds in ``tokens``), a choice as the engine's value into ``values[games[i]]`` (as
-    :meth:`BatchedView.engine_choices`: -1 declines; absolute seats)."""
-    S = perm.shape[1]
+    :func:`engine_choice`: -1 declines; absolute seats)."""
     for i in range(actions.shape[0]):
         kind = kinds[i]
         good = kind == K.K_NONE or legal_row(actions, masks, i, nvec, offsets)
@@ -373,13 +370,27 @@ def decide_many(actions, masks, kinds, games, seats, tokens, nvec, offsets, dim_
         if kind == K.K_BID:
             count_bid(actions, i, tokens[g, s], dim_type, dim_j, bids, g, s)
             continue
-        v = actions[i, 0]
-        if v == 0:
-            values[g] = -1
-        elif kind == K.K_GUY:
-            character, rest = (v - 1) // 4, (v - 1) % 4
-            answered = s if rest // 2 == 0 else 1 - s
-            values[g] = (character * 2 + answered) * 2 + rest % 2
-        else:
-            area, rel = (v - 1) // S, (v - 1) % S
-            values[g] = area * S + perm[s, rel]
+        values[g] = engine_choice(actions[i, 0], kind, s, perm)
+
+
+@jit
+def engine_choices_many(values, seats, kinds, perm, out):
+    """:func:`engine_choice` of each row into ``out``."""
+    for i in range(len(values)):
+        out[i] = engine_choice(values[i], kinds[i], seats[i], perm)
+
+
+@jit(inline=True)
+def engine_choice(v, kind, s, perm):
+    """The engine's choice value of dimension 0 of an action, ``v``, for seat ``s`` facing a non-bid decision
+    ``kind``: -1 declines (``v`` 0); a Guy placement ``(character * 2 + answered seat) * 2 + mode`` from
+    ``1 + (character * 2 + answered, the seat's own first) * 2 + mode``; a cube ``area * S + absolute seat`` from
+    ``1 + area * S + relative seat`` (``perm``: relative to absolute seat, per seat)."""
+    if v == 0:
+        return -1
+    if kind == K.K_GUY:
+        character, rest = (v - 1) // 4, (v - 1) % 4
+        answered = s if rest // 2 == 0 else 1 - s
+        return (character * 2 + answered) * 2 + rest % 2
+    S = perm.shape[1]
+    return (v - 1) // S * S + perm[s, (v - 1) % S]
