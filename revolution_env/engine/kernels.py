@@ -455,7 +455,7 @@ def choose(g, value, st, tb, work, checked=False):
     Returns False (and changes nothing) if the choice is not allowed; an allowed one is applied, and the caller then
     runs the rules on (:func:`advance`, called from one place so that it is compiled once). ``checked``: a cube choice
     known to be among the options (the random play's draw from the options it has just computed), not computed again
-    (the engine's pass over a 4,096-game step of random opponents 7% cheaper)."""
+    (the engine's pass over 2,626 real bid rounds and 1,470 choices about 4% cheaper on one thread)."""
     tokens, bank, cubes, supply, bids, revealed, meta = st[0], st[1], st[3], st[4], st[5], st[6], st[11]
     cfg, legal, spaces = tb[0], tb[1], tb[6]
     S = cfg[C_SEATS]
