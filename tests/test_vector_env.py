@@ -255,6 +255,8 @@ def test_the_actions_check_and_read_in_one_pass_as_apart(variant: str) -> None:
             seen.update(kinds[legal].tolist())
         env.step(actions)
     assert len(seen) >= 3, seen  # bids, and at least two kinds of other decisions
+    with pytest.raises(ValueError, match="engine_choices: seats from 0 to"):  # read unchecked in the compiled loop
+        view.engine_choices(np.ones(2, dtype=np.int64), np.array([0, env.players]), np.full(2, 5))
     with pytest.raises(ValueError, match="games or seats outside bids"):  # written unchecked in the compiled loop
         view.decide(actions, masks, kinds, every + 1, env.seat, game.tokens, bids, values)
     with pytest.raises(ValueError, match=r"bids: expected a contiguous int8 array \(count_type\)"):
