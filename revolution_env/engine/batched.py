@@ -137,8 +137,6 @@ class BatchedGame:
         self.bids = np.zeros((n, S, T, 3), dtype=count)
         self.revealed = np.zeros((n, S, T, 3), dtype=count)
         self.winners = np.full((n, T), -2, dtype=np.int64)
-        self.best = np.full((n, T), -1, dtype=np.int64)
-        self.contested = np.zeros((n, T), dtype=np.bool_)
         self.scheming_gold = np.zeros((n, S), dtype=np.int64)
         self.meta = np.zeros((n, K.N_META), dtype=np.int64)
         self.final_support = np.zeros((n, S), dtype=np.int64)
@@ -235,8 +233,6 @@ class BatchedGame:
         self.bids[g] = 0
         self.revealed[g] = 0
         self.winners[g] = -2
-        self.best[g] = -1
-        self.contested[g] = False
         self.scheming_gold[g] = 0
         self.final_support[g] = self.final_tokens[g] = self.final_areas[g] = 0
         self.final_win[g] = False

@@ -193,8 +193,8 @@ def observe_many(games, seats, kinds, st, tb, perm, inv, at, card_type, out):
     first edition's deck to the card types of ``cards_drawn`` and ``deck_left``."""
     st, tb, out = borrowed(st), borrowed(tb), borrowed(out)  # the caller's, for the whole call
     tokens, support, cubes, supply, bank, revealed = st[0], st[2], st[3], st[4], st[1], st[6]
-    winners, scheming_gold, meta, final_support = st[7], st[10], st[11], st[12]
-    deck, drawn = st[16], st[18]
+    winners, scheming_gold, meta, final_support = st[7], st[8], st[9], st[10]
+    deck, drawn = st[14], st[16]
     cfg, spaces = tb[0], tb[6]
     D = cfg[K.C_DECK]
     n_types = 0
@@ -271,7 +271,7 @@ def masks_many(games, seats, kinds, st, tb, perm, codes, out):
     over (area, relative seat)). A token dimension allows its type's legal targets where the seat bids now and
     holds that token, else only 0."""
     st, tb, out = borrowed(st), borrowed(tb), borrowed(out)  # the caller's, for the whole call
-    tokens, cubes, supply, bids, meta = st[0], st[3], st[4], st[5], st[11]
+    tokens, cubes, supply, bids, meta = st[0], st[3], st[4], st[5], st[9]
     cfg, legal, spaces = tb[0], tb[1], tb[6]
     S, A, n_chars = cfg[C_SEATS], cfg[C_AREAS], cfg[C_CHARS]
     T = codes[1]
