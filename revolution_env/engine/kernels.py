@@ -620,7 +620,7 @@ def misplaced_bid(games, raw, tokens):
 def misplaced(g, i, raw, tokens):
     """Whether game ``g``'s bids ``raw[i]`` (P, T, 3) place other than exactly what each player holds, or hold a
     negative count."""
-    for p in range(raw.shape[1]):
+    for p in range(raw.shape[1]):  # noqa: SIM110  (Numba compiles no generator expression)
         if misplaced_seat(g, i, p, raw, tokens):
             return True
     return False
