@@ -75,7 +75,8 @@ TABLE_FIELDS = ("cfg", "legal", "strength", "rewards", "char_support", "char_are
 @jit(inline=True)
 def scratch(cfg):
     """Work arrays that one batch call lends to each game in turn (``work``): a cube decision's targets (A, S), Guy's
-    placements and their beats (C, 2, 2) and (C, 2, 3), and :func:`cube_targets`' tally (A + S); allocated once per
+    placements and their beats (C, 2, 2) and (C, 2, 3), and :func:`cube_targets`' tally (A + S, also the bid round's
+    tokens to the bank in :func:`submit_game`); allocated once per
     call rather than once per game, by the entry points: their loops over the games, and everything those call,
     are compiled without reference counting (``jit(refcounts=False)``), where nothing may allocate."""
     C, A, S = cfg[C_CHARS], cfg[C_AREAS], cfg[C_SEATS]
@@ -116,7 +117,7 @@ def cube_targets(g, kind, cubes, supply, meta, cfg, spaces, out, tally):
             for s in range(S):
                 prot |= cubes[g, a, s] == spaces[a]
         for s in range(S):
-            ok = cubes[g, a, s] > 0 and not prot and s != barred_seat and a != barred_area
+            ok = (cubes[g, a, s] > 0) & (not prot) & (s != barred_seat) & (a != barred_area)
             out[a, s] = ok
             n += ok
             if apo1:
@@ -124,12 +125,12 @@ def cube_targets(g, kind, cubes, supply, meta, cfg, spaces, out, tally):
                 tally[A + s] += ok
     if not apo1 or n == 0:
         return n
-    # the Apothecary's first pick: a cube with a partner of another owner in another area (no branch on the cubes:
-    # whether a cube is pickable is as good as random to a branch predictor)
+    # the Apothecary's first pick: a cube with a partner of another owner in another area (``&``, not ``and``, which
+    # compiles to a branch: whether a cube is pickable is as good as random to a branch predictor)
     total, n = n, 0
     for a in range(A):
         for s in range(S):
-            ok = out[a, s] and total - tally[a] - tally[A + s] + 1 > 0
+            ok = out[a, s] & (total - tally[a] - tally[A + s] + 1 > 0)
             out[a, s] = ok
             n += ok
     return n
@@ -552,28 +553,30 @@ def submit_game(g, i, raw, given, coin, st, tb, hist_bids, hist_priority, work):
             for t in range(3):
                 revealed[g, p, c, t] = 0
                 bids[g, p, c, t] = 0
+    max_chars = cfg[C_MAX_CHARS]
+    to_bank = work[3]  # the tokens each type sends to the bank, paid once
+    to_bank[0] = to_bank[1] = to_bank[2] = 0
     for p in range(P):  # every entry of the players' rows is written
         placed = 0  # characters that still carry tokens (D16: counted after illegal tokens are removed)
-        for c in range(T):
+        for c in range(T):  # ``&`` and ``|``, not ``and`` and ``or``, which compile to branches on the bids
             has = False
             for t in range(3):
                 n = raw[i, p, c, t]
                 revealed[g, p, c, t] = n
                 hist_bids[g, r, p, c, t] = n
-                if n > 0 and legal[c, t]:
-                    has = True
-            if has and c < C:
-                placed += 1
-            keep = not (has and c < C and placed > cfg[C_MAX_CHARS])
+                has |= (n > 0) & legal[c, t]
+            counted = has & (c < C)
+            placed += counted
+            keep = not (counted & (placed > max_chars))
             for t in range(3):
                 n = raw[i, p, c, t]
-                if keep and legal[c, t]:
-                    bids[g, p, c, t] = n
-                else:
-                    bids[g, p, c, t] = 0
-                    bank[g, t] += n  # illegal, or past the sixth character: to the bank
+                kept = keep & legal[c, t]
+                bids[g, p, c, t] = n * kept
+                to_bank[t] += n * (not kept)  # illegal, or past the sixth character: to the bank
         for t in range(3):
             tokens[g, p, t] = 0
+    for t in range(3):
+        bank[g, t] += to_bank[t]
     meta[g, REVEALED_ROUND] = meta[g, ROUND]
     for c in range(T):
         winners[g, c] = -2
@@ -777,13 +780,15 @@ def play_random_game(g, random_seat, st, tb, state, hist, once, work):
                             value = x
                             break
                         k -= 1
-            else:
-                for x in range(A * S):
-                    if cube[x // S, x % S]:
-                        if k == 0:
-                            value = x
-                            break
-                        k -= 1
+            else:  # nested loops: a division per option took a tenth of the step's loop over the games
+                x = 0
+                for a in range(A):
+                    for s in range(S):
+                        if cube[a, s]:
+                            if k == 0:
+                                value = x
+                            k -= 1
+                        x += 1
         r = meta[g, ROUND] - 1
         if not choose(g, value, st, tb, work, True):
             return False
