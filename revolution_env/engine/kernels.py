@@ -75,10 +75,10 @@ TABLE_FIELDS = ("cfg", "legal", "strength", "rewards", "char_support", "char_are
 @jit(inline=True)
 def scratch(cfg):
     """Work arrays that one batch call lends to each game in turn (``work``): a cube decision's targets (A, S), Guy's
-    placements and their beats (C, 2, 2) and (C, 2, 3), and :func:`cube_targets`' tally (A + S, also the bid round's
-    tokens to the bank in :func:`submit_game`); allocated once per
-    call rather than once per game, by the entry points: their loops over the games, and everything those call,
-    are compiled without reference counting (``jit(refcounts=False)``), where nothing may allocate."""
+    placements and their beats (C, 2, 2) and (C, 2, 3), and :func:`cube_targets`' tally (A + S; also the bid round's
+    tokens to the bank in :func:`submit_game`); allocated once per call rather than once per game, by the entry
+    points: their loops over the games, and everything those call, are compiled without reference counting
+    (``jit(refcounts=False)``), where nothing may allocate."""
     C, A, S = cfg[C_CHARS], cfg[C_AREAS], cfg[C_SEATS]
     return (np.zeros((A, S), dtype=np.bool_), np.zeros((C, 2, 2), dtype=np.bool_),
             np.zeros((C, 2, 3), dtype=np.int64), np.zeros(A + S, dtype=np.int64))  # fmt: skip
