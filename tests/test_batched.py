@@ -135,6 +135,30 @@ def test_batched_engine_matches_scalar_engine(variant: str) -> None:
         assert "remove" in kinds
 
 
+@pytest.mark.parametrize("variant", ["3 players", "4 players", "2 players (Guy)", "bid refunds"])
+def test_bids_to_clean_are_cleaned_as_the_scalar_engine_cleans_them(variant: str) -> None:
+    """Bids with tokens on targets that do not take them (to the bank, docs/rules.md §3) and on more than six
+    characters (D16: the tokens past the sixth, in board order, to the bank): every token on a target drawn from all of
+    them. The batched engine cleans a player's row by one rule where the player holds too few tokens to bid on seven
+    characters and by another where it holds more; both are met here."""
+    met = {"illegal": 0, "past the sixth": 0}
+
+    def wild_bids(game: Game, rng: np.random.Generator) -> np.ndarray:
+        L = game.layout
+        bids = np.zeros((L.players, L.n_targets, 3), dtype=np.int64)
+        for seat in range(L.players):
+            for t in range(3):
+                bids[seat, :, t] = np.bincount(rng.integers(L.n_targets, size=int(game.tokens[seat, t])),
+                                               minlength=L.n_targets)  # fmt: skip
+            legal = (bids[seat] > 0) & L.legal
+            met["illegal"] += int(((bids[seat] > 0) & ~L.legal).any())
+            met["past the sixth"] += int(legal[: L.n_characters].any(1).sum() > 6)
+        return bids
+
+    play_both(VARIANTS[variant], n=12, seed=11, check_views=False, bidding=wild_bids)
+    assert met["illegal"] > 0 and met["past the sixth"] > 0, met
+
+
 @pytest.mark.parametrize("players, small", [(2, True), (3, True), (4, True), (2, False), (4, False)])
 def test_the_deck_is_reshuffled_as_the_scalar_engine_reshuffles_it(players: int, small: bool, tmp_path) -> None:
     """D15 with the players drawing every card they can (3 Gold each on the Card space): the standard deck runs out
