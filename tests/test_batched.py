@@ -190,6 +190,36 @@ def test_batched_observations_and_masks_match_the_scalar_env(variant: str) -> No
     play_both(VARIANTS[variant], n=3, seed=11, check_views=True)
 
 
+@pytest.mark.parametrize("variant", ["3 players", "2 players (Guy)", "first edition, 4 players"])
+def test_observations_and_masks_in_one_pass_are_those_of_two(variant: str, monkeypatch) -> None:
+    """``BatchedView.observe_and_mask`` (each part of the rows observed then masked by one thread) gives what
+    ``observe`` and ``masks`` give apart, its rows split in parts side by side (2 threads)."""
+    import revolution_env.common.jit as jit_module
+
+    monkeypatch.setattr(jit_module, "PARALLEL_ROWS", 4)
+    monkeypatch.setenv("REVOLUTION_THREADS", "2")
+    rules = VARIANTS[variant]
+    batch, _, _ = play_both(rules, n=6, seed=3, check_views=False)  # finished games: phase OVER, every feature set
+    L = make_layout(rules)
+    codec = Codec(L)
+    view = BatchedView(codec, ObservationLayout(codec))
+    live = BatchedGame(L, 6, seeds=np.arange(6), rng=np.random.default_rng(0))
+    states = random_states(np.arange(6))
+    everyone = np.ones((6, L.players), dtype=bool)
+    for game in (batch, live):
+        for _ in range(4):
+            gi = np.repeat(np.arange(game.n), L.players)
+            si = np.tile(np.arange(L.players), game.n)
+            kinds = view.kinds(game, gi, si)
+            obs, masks = view.observe_and_mask(game, gi, si, kinds)
+            np.testing.assert_array_equal(obs, view.observe(game, gi, si, kinds))
+            np.testing.assert_array_equal(masks, view.masks(game, gi, si, kinds))
+            playing = np.flatnonzero(~game.over)
+            if game is live and len(playing):  # a decision of every seat, drawn at random
+                bids = np.zeros((len(playing), L.players, L.n_targets, 3), dtype=game.count_type)
+                game.step(playing, bids, np.zeros(len(playing), dtype=np.int64), everyone, states)
+
+
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_exported_games_replay_to_the_same_final_state(variant: str) -> None:
     batch, games, _ = play_both(VARIANTS[variant], n=4, seed=3, check_views=False)

@@ -219,8 +219,7 @@ class BatchedVectorEnv(VectorEnv):
         everyone = np.arange(self.num_envs)
         games, seats = self.row_game, self.row_seat
         self._kinds = kinds = self._decision_kinds()
-        obs = self.mode.observations_many(self.view.observe(self.game, games, seats, kinds), everyone)
-        self._masks = self.mode.masks_many(self.view, self.game, everyone, games, seats, kinds)
+        obs, self._masks = self.mode.observe_many(self.view, self.game, everyone, games, seats, kinds)
         self._masks.flags.writeable = False  # handed out as it is (action_masks, info): built anew every step
         if self.mask_in_obs:
             return {"observation": obs, "action_mask": self._masks.view(np.int8)}

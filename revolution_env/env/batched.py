@@ -87,6 +87,24 @@ class BatchedView:
         in_parts(len(g), lambda lo, hi: masks_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, perm, codes, m[lo:hi]))
         return m
 
+    def observe_and_mask(
+        self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`observe` and :meth:`masks` in one pass side by side: each part's rows observed, then masked, by the
+        same thread (one hand-off between threads instead of two, and the part's games read while in its cache)."""
+        g, seats, kinds = _indices(games, seats, kinds)
+        obs = np.empty((len(g), self.ol.size), dtype=np.float32)
+        m = np.empty((len(g), self.codec.size), dtype=bool)
+        st, tb, tables = game._st, game._tb, (self.perm, self.inv, self.starts, self.card_type)
+        perm, codes = self.perm, self.codes
+
+        def part(lo: int, hi: int) -> None:
+            observe_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, *tables, obs[lo:hi])
+            masks_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, perm, codes, m[lo:hi])
+
+        in_parts(len(g), part)
+        return obs, m
+
     def choice_masks(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(n, C) bool: dimension 0 of the masks of games whose seat faces a non-bid decision (Guy, Spy,
         Apothecary, Remove): 0 where declining is allowed, then the options in the seat's relative terms."""

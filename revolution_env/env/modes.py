@@ -122,6 +122,20 @@ class ActionMode:
         """(m, n) bool: the masks of ``rows``, which are ``seats`` facing ``kinds`` in ``games``."""
         raise NotImplementedError
 
+    def observe_many(
+        self,
+        view: BatchedView,
+        game: BatchedGame,
+        rows: np.ndarray,
+        games: np.ndarray,
+        seats: np.ndarray,
+        kinds: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The observations and the masks of ``rows`` (:meth:`observations_many` of the bid mode's, and
+        :meth:`masks_many`)."""
+        obs = self.observations_many(view.observe(game, games, seats, kinds), rows)
+        return obs, self.masks_many(view, game, rows, games, seats, kinds)
+
     def place_many(self, rows: np.ndarray, actions: np.ndarray, held: np.ndarray) -> np.ndarray:
         """:meth:`place` for each of ``rows`` (distinct), holding ``held`` (m, 3): (m,) bool, the bids complete."""
         raise NotImplementedError
@@ -212,6 +226,17 @@ class BidMode(ActionMode):
         kinds: np.ndarray,
     ) -> np.ndarray:
         return view.masks(game, games, seats, kinds)
+
+    def observe_many(
+        self,
+        view: BatchedView,
+        game: BatchedGame,
+        rows: np.ndarray,
+        games: np.ndarray,
+        seats: np.ndarray,
+        kinds: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return view.observe_and_mask(game, games, seats, kinds)
 
     def place_many(self, rows: np.ndarray, actions: np.ndarray, held: np.ndarray) -> np.ndarray:
         return np.ones(len(rows), dtype=bool)
