@@ -103,6 +103,23 @@ def test_same_step_autoreset_final_observation_and_reward_match_the_scalar_engin
     assert codec.size == env.action_masks().shape[1]
 
 
+@pytest.mark.parametrize("players", [3, 4])
+def test_final_info_names_the_other_seats_opponents_in_seat_order(players: int) -> None:
+    """``final_info["opponents"]``: per finished row, the other seats' opponents in seat order (indices into
+    ``opponent_names()``), whatever seat the learner drew; and the final observation of each finished row."""
+    others = ["random", "area", "bargain"][: players - 1]
+    env = revolution_env.vector_env(8, players=players, opponents=others)
+    env.reset(seed=4)
+    seen = 0
+    for _, _, terminated, truncated, info in play(env, 80, seed=3):
+        for i in np.flatnonzero(terminated | truncated):
+            names = env.opponent_names()
+            assert [names[j] for j in info["final_info"]["opponents"][i]] == others
+            assert info["final_obs"][i].shape == env.single_observation_space.shape
+            seen += 1
+    assert seen >= 8
+
+
 def finished_games_replay(env: VectorEnv, options: dict) -> list:
     """Random play until four games finish; each of ``pop_finished``'s scenarios replays to its final state."""
     env.reset(seed=5)

@@ -263,11 +263,13 @@ class BatchedVectorEnv(VectorEnv):
             self.view.observe(game, self.row_game[rows], self.row_seat[rows], nothing), rows
         )
         final_obs = np.full(self.num_envs, None, dtype=object)
-        for j, r in enumerate(rows.tolist()):
-            if self.mask_in_obs:  # what nothing to decide allows: the no-op
+        if self.mask_in_obs:  # what nothing to decide allows: the no-op
+            for j, r in enumerate(rows.tolist()):
                 final_obs[r] = {"observation": last[j], "action_mask": self.mode.none_mask()}
-            else:
-                final_obs[r] = last[j]
+        else:
+            each = np.empty(len(rows), dtype=object)
+            each[:] = list(last)  # each row of ``last`` as an array (a loop of Python assignments took twice as long)
+            final_obs[rows] = each
         ending = np.zeros(self.num_envs, dtype=bool)
         ending[rows] = True
         games, seats = self.row_game, self.row_seat
