@@ -100,7 +100,6 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         self.opponents = Opponents(opponents, P, options, shared=True)
         self._fixed = [] if self.opponents.per_game else [self._register(*pair) for pair in self.opponents.fixed]
         self.opponent_of = np.full((n, P), -1, dtype=np.int64)
-        self._others = np.array([[s for s in range(P) if s != seat] for seat in range(P)])  # (P, P - 1), in order
         self._everyone = np.arange(n)
         # opponents' bids decided while the learner decides (_decide_bids_early): per game and seat the action, whether
         # the game has them, and the jobs still running
@@ -288,7 +287,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
 
     def _final_extras(self) -> dict[str, np.ndarray]:
         # the other seats' opponents, in seat order, as indices into opponent_names()
-        return {"opponents": np.take_along_axis(self.opponent_of, self._others[self.seat], 1)}
+        return {"opponents": self.opponent_of[self.opponent_of >= 0].reshape(self.num_envs, self.players - 1).copy()}
 
     def _opponent_bids(self, games: np.ndarray, bids: np.ndarray, at: np.ndarray) -> None:
         """The agents' bids in ``games`` (all waiting for bids), written into the rows ``at`` of ``bids`` (players, T,
