@@ -220,6 +220,9 @@ def observe_many(games, seats, kinds, st, tb, perm, inv, at, card_type, out):
         n_types = max(n_types, card_type[k] + 1)
     S, A, T = cfg[C_SEATS], cfg[C_AREAS], cfg[C_TARGETS]
     puppet = cfg[C_PUPPET]
+    # the columns of the features written in loops, as locals: read from ``at`` after each store to ``out``, which
+    # might be the same memory
+    at6, at7, at8, at10, at11, at12, at14 = at[6], at[7], at[8], at[10], at[11], at[12], at[14]
     for i in range(len(games)):
         g, seat, kind = games[i], seats[i], kinds[i]
         o = out[i]
@@ -240,28 +243,28 @@ def observe_many(games, seats, kinds, st, tb, perm, inv, at, card_type, out):
         for r in range(S):
             s = perm[seat, r]
             for t in range(3):
-                o[at[6] + r * 3 + t] = tokens[g, s, t]
-            o[at[7] + r] = support[g, s]
-            o[at[8] + r] = supply[g, s]
+                o[at6 + r * 3 + t] = tokens[g, s, t]
+            o[at7 + r] = support[g, s]
+            o[at8 + r] = supply[g, s]
             for a in range(A):
-                o[at[10] + a * S + r] = cubes[g, a, s]
+                o[at10 + a * S + r] = cubes[g, a, s]
             for c in range(T):
                 for t in range(3):
-                    o[at[11] + (r * T + c) * 3 + t] = revealed[g, s, c, t]
+                    o[at11 + (r * T + c) * 3 + t] = revealed[g, s, c, t]
         for t in range(3):
             o[at[9] + t] = bank[g, t]
         for a in range(A):
             free = spaces[a]
             for s in range(S):
                 free -= cubes[g, a, s]
-            o[at[12] + a] = free
+            o[at12 + a] = free
         revealed_round = meta[g, K.REVEALED_ROUND]
         this_round = revealed_round == rnd and phase != K.BIDDING
         o[at[13]] = revealed_round > 0 and this_round
         for c in range(T):
             w = winners[g, c]
             col = 0 if w == -2 else (1 if w == -1 else 2 + inv[seat, w])
-            o[at[14] + c * (S + 2) + col] = 1
+            o[at14 + c * (S + 2) + col] = 1
         if puppet >= 0:
             for r in range(S):
                 o[at[16] + r] = scheming_gold[g, perm[seat, r]]
@@ -298,20 +301,18 @@ def masks_many(games, seats, kinds, st, tb, perm, codes, out):
     for t in range(3):
         for x in range(T):
             by_type[t, x] = legal[x, t]
+    # each token type's first column and count as locals: read from ``codes`` after each store to ``out``, which
+    # might be the same memory
+    first0, first1, first2, count0, count1, count2 = codes[2], codes[3], codes[4], codes[5], codes[6], codes[7]
     for i in range(len(games)):
         g, seat, kind = games[i], seats[i], kinds[i]
         m = out[i]
         m[:] = False
         m[0] = True
-        for t in range(3):
-            held = tokens[g, seat, t] if kind == K.K_BID else 0
-            for j in range(codes[5 + t]):
-                col = codes[2 + t] + j * T
-                if j < held:
-                    for x in range(T):
-                        m[col + x] = by_type[t, x]
-                else:
-                    m[col] = True
+        bidding = kind == K.K_BID
+        mask_tokens(m, first0, count0, tokens[g, seat, 0] * bidding, by_type, 0, T)
+        mask_tokens(m, first1, count1, tokens[g, seat, 1] * bidding, by_type, 1, T)
+        mask_tokens(m, first2, count2, tokens[g, seat, 2] * bidding, by_type, 2, T)
         if kind == K.K_GUY:
             m[0] = K.can_decline(g, meta)
             guy[:] = False
@@ -328,6 +329,18 @@ def masks_many(games, seats, kinds, st, tb, perm, codes, out):
             for a in range(A):
                 for r in range(S):
                     m[1 + a * S + r] = cube[a, perm[seat, r]]
+
+
+@jit(inline=True)
+def mask_tokens(m, first, count, held, by_type, t, T):
+    """The ``count`` token dimensions of type ``t`` from column ``first`` of the mask row ``m``: the first ``held``
+    allow the type's legal targets (``by_type[t]``), the others only target 0."""
+    for j in range(min(held, count)):
+        col = first + j * T
+        for x in range(T):
+            m[col + x] = by_type[t, x]
+    for j in range(held, count):
+        m[first + j * T] = True
 
 
 @jit
