@@ -51,9 +51,9 @@ class BatchedView:
         self.starts = np.array([ol._at.get(name, -1) for name in FEATURES], dtype=np.int64)
         # the first edition: each card of the deck as its type (the columns of cards_drawn and deck_left)
         self.card_type = ol._card_type.astype(np.int64) if ol.first_edition else np.zeros(0, dtype=np.int64)
-        # bid actions: token dimension d (0..K-1) is the j-th token of type dim_type[d]
-        self.dim_type = np.repeat(np.arange(3), c.n_tokens)
-        self.dim_j = np.concatenate([np.arange(n) for n in c.n_tokens])
+        # bid actions: the token dimensions (0..K-1, action column d + 1) of each type in a block, one per token, its
+        # first dimension and its number of dimensions
+        self.blocks = np.array([[int(c.block[t]) - 1 for t in range(3)], list(c.n_tokens)], dtype=np.int64)
         # what masks_many reads of the codec: C, T, then each token type's first column, then how many it has
         first = [c.C + (int(c.block[t]) - 1) * c.T for t in range(3)]
         self.codes = np.array([c.C, c.T, *first, *c.n_tokens], dtype=np.int64)
@@ -139,7 +139,7 @@ class BatchedView:
             raise ValueError(f"out: {self._bids_expected()}")
         if len(rows) and (rows.min() < 0 or rows.max() >= len(out) or seats.min() < 0 or seats.max() >= out.shape[1]):
             raise ValueError("rows, seats: outside out")
-        bid_counts_many(actions, held, self.dim_type, self.dim_j, rows, seats, out)
+        bid_counts_many(actions, held, self.blocks, rows, seats, out)
 
     def decide(
         self,
@@ -171,7 +171,7 @@ class BatchedView:
         if n and (games.min() < 0 or games.max() >= G or seats.min() < 0 or seats.max() >= P):  # written unchecked
             raise ValueError("decide: games or seats outside bids")
         ok = np.empty(n, dtype=bool)
-        tables = (c.nvec, c.offsets, self.dim_type, self.dim_j, self.perm)
+        tables = (c.nvec, c.offsets, self.blocks, self.perm)
         m = read_only(masks)
         in_parts(n, lambda lo, hi: decide_many(actions[lo:hi], m[lo:hi], kinds[lo:hi], games[lo:hi], seats[lo:hi],
                                                tokens, *tables, ok[lo:hi], bids, values))  # fmt: skip
@@ -361,31 +361,31 @@ def legal_row(actions, masks, i, nvec, offsets):
 
 
 @jit
-def bid_counts_many(actions, held, dim_type, dim_j, rows, seats, out):
+def bid_counts_many(actions, held, blocks, rows, seats, out):
     """Each bid action's tokens counted per target and type into ``out[rows[i], seats[i]]`` (:func:`count_bid`)."""
     for i in range(actions.shape[0]):
-        count_bid(actions, i, held[i], dim_type, dim_j, out, rows[i], seats[i])
+        count_bid(actions, i, held[i], blocks, out, rows[i], seats[i])
 
 
 @jit(inline=True)
-def count_bid(actions, i, held, dim_type, dim_j, out, r, s):
-    """Bid action row ``i``'s tokens counted per target and type into ``out[r, s]`` (T, 3), zeroed first: token
-    dimension ``d`` (action column ``d + 1``) is the ``dim_j[d]``-th token of type ``dim_type[d]``, placed where the
-    seat holds it (``held``: its tokens, (3,))."""
+def count_bid(actions, i, held, blocks, out, r, s):
+    """Bid action row ``i``'s tokens counted per target and type into ``out[r, s]`` (T, 3), zeroed first: the token
+    dimensions of type ``t`` are ``blocks[1, t]`` from dimension ``blocks[0, t]`` (action column ``d + 1`` for
+    dimension ``d``), the first ``held[t]`` of them placed (the seat's tokens, (3,)), the others unread."""
     for c in range(out.shape[2]):
         for t in range(3):
             out[r, s, c, t] = 0
-    for d in range(len(dim_type)):
-        t = dim_type[d]
-        if dim_j[d] < held[t]:
-            target = actions[i, d + 1]
+    for t in range(3):
+        first = blocks[0, t] + 1
+        for j in range(min(held[t], blocks[1, t])):
+            target = actions[i, first + j]
             if target < 0 or target >= out.shape[2]:  # never expected: the actions are checked first
                 raise IndexError("bid_counts: a token's target is out of range")
             out[r, s, target, t] += 1
 
 
 @jit
-def decide_many(actions, masks, kinds, games, seats, tokens, nvec, offsets, dim_type, dim_j, perm, ok, bids, values):
+def decide_many(actions, masks, kinds, games, seats, tokens, nvec, offsets, blocks, perm, ok, bids, values):
     """The bid mode's actions of many rows in one pass: ``ok[i]``, whether row ``i``'s action satisfies its mask (as
     :func:`legal_many`; a row with nothing to decide, ``kinds[i]`` 0, passes whatever its action); then, where it
     does, a bid counted into ``bids[games[i], seats[i]]`` (T, 3) (as :func:`bid_counts_many`, the tokens the seat
@@ -399,7 +399,7 @@ def decide_many(actions, masks, kinds, games, seats, tokens, nvec, offsets, dim_
             continue
         g, s = games[i], seats[i]
         if kind == K.K_BID:
-            count_bid(actions, i, tokens[g, s], dim_type, dim_j, bids, g, s)
+            count_bid(actions, i, tokens[g, s], blocks, bids, g, s)
             continue
         values[g] = engine_choice(actions[i, 0], kind, s, perm)
 
