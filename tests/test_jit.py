@@ -1,11 +1,13 @@
 """``common.jit.borrowed``: compiled code reads and writes through a borrowed view exactly as through the array,
 and the arrays' references are as they were after any number of calls (a view that dropped a reference it never
 took would free the caller's array). ``common.jit.in_parts``: compiled loops over rows side by side in threads, with
-the same results as one call."""
+the same results as one call. ``common.jit.jit``'s cache: safe between processes that fill it at once."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
 import threading
 
 import numpy as np
@@ -161,3 +163,79 @@ def test_a_forked_child_starts_threads_of_its_own() -> None:
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+# One side of a race between two processes that save two signatures of one function to an empty Numba cache, forced
+# by waits inside Numba's cache file: both read the index before either writes it, B writes the index last and A its
+# data file last. Unlocked (numba/numba#4807), both pick the data file 1, and the index left names A's machine code
+# (int64 arrays) for B's signature (float64 arrays).
+_RACER = """
+import os, sys, time
+from numba.core import caching
+
+role, folder, which = sys.argv[1:4]
+save_index, save_data = caching.IndexDataCacheFile._save_index, caching.IndexDataCacheFile._save_data
+
+
+def _save_index(self, overloads):
+    open(os.path.join(folder, role), "w").close()
+    deadline = time.time() + 3.0  # under the lock the other side cannot get here until this one is done
+    while not os.path.exists(os.path.join(folder, "B" if role == "A" else "A")) and time.time() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3 if role == "B" else 0.0)
+    save_index(self, overloads)
+
+
+def _save_data(self, name, data):
+    time.sleep(0.6 if role == "A" else 0.0)
+    save_data(self, name, data)
+
+
+caching.IndexDataCacheFile._save_index, caching.IndexDataCacheFile._save_data = _save_index, _save_data
+sys.path.insert(0, folder)
+import numpy as np
+import racemod
+
+f = getattr(racemod, which)
+print(f(np.arange(1, 6) if role == "A" else np.linspace(0.5, 2.5, 5)))
+"""
+
+_RACEMOD = """
+import numba
+from revolution_env.common.jit import jit
+
+
+@jit
+def ours(x):
+    return x.sum() * 2
+
+
+@numba.njit(cache=True)
+def plain(x):
+    return x.sum() * 2
+"""
+
+
+@pytest.mark.skipif(not COMPILED or sys.platform == "win32", reason="Numba's cache, locked with flock")
+def test_two_processes_filling_the_cache_at_once_leave_each_signature_its_own_code(tmp_path) -> None:
+    """Two processes save two signatures of a ``jit`` function to an empty cache at once, in the order that corrupts
+    Numba's own cache (checked here on a plain ``numba.njit(cache=True)`` twin, so that the race is known to happen):
+    a third process loads both from the cache and gets each its own code."""
+    (tmp_path / "racer.py").write_text(textwrap.dedent(_RACER))
+    (tmp_path / "racemod.py").write_text(textwrap.dedent(_RACEMOD))
+
+    def race_then_load(which: str) -> list[float]:
+        folder = tmp_path / which
+        folder.mkdir()
+        (folder / "racemod.py").write_text((tmp_path / "racemod.py").read_text())
+        racers = [subprocess.Popen([sys.executable, str(tmp_path / "racer.py"), role, str(folder), which])
+                  for role in "AB"]  # fmt: skip
+        assert [racer.wait(timeout=120) for racer in racers] == [0, 0]
+        load = (f"import sys; sys.path.insert(0, {str(folder)!r}); import numpy as np, racemod; "
+                f"f = racemod.{which}; print(float(f(np.arange(1, 6))), float(f(np.linspace(0.5, 2.5, 5))))")  # fmt: skip
+        out = subprocess.run([sys.executable, "-c", load], capture_output=True, text=True, timeout=120)
+        return [float(x) for x in out.stdout.split()] if out.returncode == 0 else [out.returncode]
+
+    plain = race_then_load("plain")
+    assert plain != [30.0, 15.0], "Numba's own cache survived the race: numba/numba#4807 fixed? _LockedCacheFile may go"
+    assert race_then_load("ours") == [30.0, 15.0]

@@ -21,9 +21,10 @@ machine code that a later call ran.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from revolution_env.common.workers import in_thread_pool, opponent_threads, side_by_side, stop_signals_deferred
@@ -57,7 +58,28 @@ try:  # pragma: no cover - which branch runs depends on the install
                 return compile_now(signature)
 
         dispatcher.compile = compile
+        dispatcher._cache._cache_file.__class__ = _LockedCacheFile  # the same files, read and written under a lock
         return dispatcher
+
+    from numba.core.caching import IndexDataCacheFile
+
+    class _LockedCacheFile(IndexDataCacheFile):
+        """Numba's cache of one function (its index file and a data file per signature), read under a shared lock
+        and written under an exclusive one on its folder. Numba's own saving is not safe between processes
+        (numba/numba#4807, open): two processes that save two signatures of a function at once can both read the
+        index before either writes it and both pick the same data file, so that the index left names one
+        signature's machine code for the other; a process that loads it runs code compiled for other argument
+        types. Here the background build of the compiled bots (``agents.build_bots``) fills the cache while the
+        main job compiles what it needs, and two test workers start on an empty cache together: the rare crash of
+        a test that interrupts the main job (SIGSEGV in the compiled bots, 1 run in 28 from empty caches)."""
+
+        def save(self, key, data):
+            with _folder_lock(self._cache_path, exclusive=True):
+                super().save(key, data)
+
+        def load(self, key):
+            with _folder_lock(self._cache_path, exclusive=False):
+                return super().load(key)
 
     from numba.core import cgutils, types
     from numba.extending import intrinsic
@@ -126,3 +148,22 @@ def in_parts(n: int, call: Callable[[int, int], R], minimum: int | None = None) 
         return [call(0, n)]
     bounds = [n * k // parts for k in range(parts + 1)]
     return side_by_side([functools.partial(call, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])])
+
+
+@contextlib.contextmanager
+def _folder_lock(path: str, exclusive: bool) -> Iterator[None]:
+    """An advisory lock (``flock``) on the folder ``path`` for the block, shared or exclusive, between processes;
+    none where the folder does not exist yet or the platform or file system has no such lock."""
+    try:
+        import fcntl
+
+        fd = os.open(path, os.O_RDONLY)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):  # a file system without flock: as Numba does on its own
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
