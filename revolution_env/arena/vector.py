@@ -286,7 +286,10 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         return games, bids, values
 
     def _final_extras(self) -> dict[str, np.ndarray]:
-        # the other seats' opponents, in seat order, as indices into opponent_names()
+        # the other seats' opponents, in seat order, as indices into opponent_names(): the fixed ones for every game
+        # alike (slot k is the k-th other seat), else those drawn for each game
+        if not self.opponents.per_game:
+            return {"opponents": np.tile(np.array(self._fixed, dtype=np.int64), (self.num_envs, 1))}
         return {"opponents": self.opponent_of[self.opponent_of >= 0].reshape(self.num_envs, self.players - 1).copy()}
 
     def _opponent_bids(self, games: np.ndarray, bids: np.ndarray, at: np.ndarray) -> None:

@@ -159,19 +159,18 @@ class BatchedVectorEnv(VectorEnv):
         illegal = ~self._check(actions, kinds)
         if illegal.any():
             self._illegal(np.flatnonzero(illegal), actions)
-        rows = self.row_game
         ended_badly = np.zeros(self.num_games, dtype=bool)  # games ended by an illegal action
-        ended_badly[rows[illegal]] = True
-        self._decide(actions, kinds, ~ended_badly[rows])
+        ended_badly[self.row_game[illegal]] = True
+        self._decide(actions, kinds, ~self._per_row(ended_badly))
         game = self.game
-        over = game.over.copy()
+        over = game.over  # a new array, as the games are now
         done = over | ended_badly
         rewards = np.zeros(self.num_envs, dtype=np.float64)
-        finished = np.flatnonzero(over[rows])
+        finished = np.flatnonzero(self._per_row(over))
         rewards[finished] = self._rewards(finished)
         rewards[illegal] = ILLEGAL_REWARD
-        truncated = (over & game.truncated)[rows]
-        terminated = done[rows] & ~truncated
+        truncated = self._per_row(over & game.truncated)
+        terminated = self._per_row(done) & ~truncated
         infos: dict[str, Any] = {}
         if done.any():
             ended = np.flatnonzero(done)
@@ -210,6 +209,10 @@ class BatchedVectorEnv(VectorEnv):
         deciding = np.zeros(self.num_games, dtype=bool)
         deciding[bidding] = deciding[choosing] = True
         return np.flatnonzero(deciding), np.cumsum(deciding) - 1
+
+    def _per_row(self, per_game: np.ndarray) -> np.ndarray:
+        """An array over the games as one over the rows (the array itself where row g is game g)."""
+        return per_game if self.per_game == 1 else per_game[self.row_game]
 
     def _rows(self, games: np.ndarray) -> np.ndarray:
         """(len(games), per_game): the rows of ``games``, in seat order."""
