@@ -70,8 +70,9 @@ try:  # pragma: no cover - which branch runs depends on the install
         index before either writes it and both pick the same data file, so that the index left names one
         signature's machine code for the other; a process that loads it runs code compiled for other argument
         types. Here the background build of the compiled bots (``agents.build_bots``) fills the cache while the
-        main job compiles what it needs, and two test workers start on an empty cache together: the rare crash of
-        a test that interrupts the main job (SIGSEGV in the compiled bots, 1 run in 28 from empty caches)."""
+        main job compiles what it needs, and two test workers start on an empty cache together: the likely cause of
+        the rare crash of a test that interrupts the main job (SIGSEGV in the compiled bots, 1 run in 28 from empty
+        caches; ``tests/test_jit.py`` forces the race and shows the corruption without the lock)."""
 
         def save(self, key, data):
             with _folder_lock(self._cache_path, exclusive=True):

@@ -557,7 +557,8 @@ def submit_game(g, i, raw, given, coin, st, tb, hist_bids, hist_priority, work):
     for p in range(P):  # every entry of the players' rows is written
         if tokens[g, p, 0] + tokens[g, p, 1] + tokens[g, p, 2] <= max_chars:
             # too few tokens to bid on more characters than allowed (D16): only illegal tokens go to the bank, each
-            # entry on its own (the general rule below took a third of the engine's time)
+            # entry on its own (the general rule below was the hottest loop of the engine's pass over the games: that
+            # pass over 4,096 real games 3.45 -> 3.27 ms with this one, one thread)
             for c in range(T):
                 for t in range(3):
                     n = raw[i, p, c, t]
