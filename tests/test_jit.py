@@ -179,7 +179,7 @@ save_index, save_data = caching.IndexDataCacheFile._save_index, caching.IndexDat
 
 def _save_index(self, overloads):
     open(os.path.join(folder, role), "w").close()
-    deadline = time.time() + 3.0  # under the lock the other side cannot get here until this one is done
+    deadline = time.time() + 8.0  # under the lock the other side cannot get here until this one is done
     while not os.path.exists(os.path.join(folder, "B" if role == "A" else "A")) and time.time() < deadline:
         time.sleep(0.01)
     time.sleep(0.3 if role == "B" else 0.0)
