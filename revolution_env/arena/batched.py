@@ -125,8 +125,7 @@ def _actions(view, game, games, seats, kind, base, forks, tasks) -> np.ndarray:
     forward pass per agent (a mixture's too, where its draw picks the policy; a sampling policy then draws each
     game's action from that game's stream), every other agent's game by game (its own random stream)."""
     kinds = np.full(len(games), kind, dtype=np.int64)
-    obs = view.observe(game, games, seats, kinds)
-    masks = view.masks(game, games, seats, kinds)
+    obs, masks = view.observe_and_mask(game, games, seats, kinds)
     actions = np.zeros((len(games), len(view.codec.nvec)), dtype=np.int64)
     info = {"decision": Decision(int(kind)), "illegal_action": 0}
     shared: dict[int, tuple[PolicyAgent, list[int], list[PolicyAgent]]] = {}

@@ -177,7 +177,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         (``Core.bid_mode_view``'s batch form; the teacher of behaviour cloning reads them)."""
         g = np.arange(self.num_envs) if games is None else np.asarray(games, dtype=np.int64)
         seats, kinds = self.seat[g], self._kinds[g]
-        return self.view.observe(self.game, g, seats, kinds), self.view.masks(self.game, g, seats, kinds)
+        return self.view.observe_and_mask(self.game, g, seats, kinds)
 
     # --- inside ------------------------------------------------------------------------------------------------
 
@@ -394,8 +394,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
     ) -> np.ndarray:
         """An agent's actions (n, D) for ``games``, from observations and masks built in batch. Per game through
         ``act`` (the heuristics), or once through ``act_batch`` where the agent has it."""
-        obs = self.view.observe(self.game, games, seats, kinds)
-        masks = self.view.masks(self.game, games, seats, kinds)
+        obs, masks = self.view.observe_and_mask(self.game, games, seats, kinds)
         actions = act_batch(opponent.agent, obs, masks, kinds)
         if not self.view.legal(actions, masks).all():
             j = int(np.flatnonzero(~self.view.legal(actions, masks))[0])

@@ -67,40 +67,39 @@ class BatchedView:
         mine = (kind == K.K_BID) | (game.meta[games, K.DSEAT] == seats)
         return np.where(mine, kind, K.K_NONE)
 
-    # --- observations ------------------------------------------------------------------------------------------
+    # --- observations and masks --------------------------------------------------------------------------------
 
     def observe(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(n, size) float32: ``ObservationLayout.build(game_i, seat_i, kind_i)`` for every pair."""
-        g, seats, kinds = _indices(games, seats, kinds)
-        out = np.empty((len(g), self.ol.size), dtype=np.float32)  # each row zeroed by the loop that fills it
-        st, tb, tables = game._st, game._tb, (self.perm, self.inv, self.starts, self.card_type)
-        in_parts(len(g), lambda lo, hi: observe_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, *tables, out[lo:hi]))
-        return out
-
-    # --- masks -------------------------------------------------------------------------------------------------
+        return self._passes(game, games, seats, kinds, observe=True, mask=False)[0]
 
     def masks(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(n, sum(nvec)) bool: ``Codec.mask(game_i, seat_i, kind_i)`` for every pair."""
-        g, seats, kinds = _indices(games, seats, kinds)
-        m = np.empty((len(g), self.codec.size), dtype=bool)  # each row zeroed by the loop that fills it
-        st, tb, perm, codes = game._st, game._tb, self.perm, self.codes
-        in_parts(len(g), lambda lo, hi: masks_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, perm, codes, m[lo:hi]))
-        return m
+        return self._passes(game, games, seats, kinds, observe=False, mask=True)[1]
 
     def observe_and_mask(
         self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`observe` and :meth:`masks` in one pass side by side: each part's rows observed, then masked, by the
         same thread (one hand-off between threads instead of two, and the part's games read while in its cache)."""
+        return self._passes(game, games, seats, kinds, observe=True, mask=True)
+
+    def _passes(
+        self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray, observe: bool, mask: bool
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The observations and the masks asked for (None for the other), the rows in parts side by side."""
         g, seats, kinds = _indices(games, seats, kinds)
-        obs = np.empty((len(g), self.ol.size), dtype=np.float32)
-        m = np.empty((len(g), self.codec.size), dtype=bool)
+        # each row zeroed by the loop that fills it
+        obs = np.empty((len(g), self.ol.size), dtype=np.float32) if observe else None
+        m = np.empty((len(g), self.codec.size), dtype=bool) if mask else None
         st, tb, tables = game._st, game._tb, (self.perm, self.inv, self.starts, self.card_type)
         perm, codes = self.perm, self.codes
 
         def part(lo: int, hi: int) -> None:
-            observe_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, *tables, obs[lo:hi])
-            masks_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, perm, codes, m[lo:hi])
+            if obs is not None:
+                observe_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, *tables, obs[lo:hi])
+            if m is not None:
+                masks_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, perm, codes, m[lo:hi])
 
         in_parts(len(g), part)
         return obs, m
