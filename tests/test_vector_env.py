@@ -280,6 +280,103 @@ def test_the_actions_check_and_read_in_one_pass_as_apart(variant: str) -> None:
         view.decide(actions, masks, kinds, every, env.seat, game.tokens, bids.astype(np.int64), values)
 
 
+def _same(a, b, where: str) -> None:
+    """Two step results (arrays, dicts, object arrays of observations or None) equal, element for element."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for k in a:
+            _same(a[k], b[k], f"{where}[{k!r}]")
+    elif isinstance(a, np.ndarray) and a.dtype == object:
+        assert a.shape == b.shape, where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert (x is None) == (y is None), f"{where}[{i}]"
+            if x is not None:
+                _same(x, y, f"{where}[{i}]")
+    else:
+        np.testing.assert_array_equal(a, b, err_msg=where)
+        assert np.asarray(a).dtype == np.asarray(b).dtype, where
+
+
+@pytest.mark.parametrize(
+    "variant, illegal",
+    [("3 players", True), ("4 players", False), ("2 players (Guy)", False), ("truncated (max_rounds)", True)],
+)
+@pytest.mark.parametrize("mask_in_obs", [False, True])
+def test_the_step_in_one_pass_gives_what_the_passes_apart_give(monkeypatch, variant, illegal, mask_in_obs) -> None:
+    """With random opponents in the bid mode, a step reads the actions, steps the games and observes them in one
+    pass over the games in parts (``RevolutionVectorEnv._decide_and_observe``, side by side in two threads here):
+    the observations, masks, rewards, ends, infos (``final_obs`` and ``final_info`` of the games that end, illegal
+    actions, whose games end, included) and the finished games are those of the three passes apart. (With two
+    players an illegal bid's game would still flip D9's coin: legal actions there.)"""
+    from revolution_env.arena.vector import RevolutionVectorEnv
+    from revolution_env.common import jit as J
+    from revolution_env.engine import batched as B
+
+    monkeypatch.setenv("REVOLUTION_THREADS", "2")
+    monkeypatch.setattr(J, "PARALLEL_ROWS", 60)  # parts of a few games: the same code, fewer games to step
+    monkeypatch.setattr(B, "GAME_ROWS", 60)
+    one_pass = RevolutionVectorEnv._decide_and_observe
+    taken = []
+
+    def spy(self, actions, kinds):
+        observed = one_pass(self, actions, kinds)
+        taken.append(observed is not None)
+        return observed
+
+    runs = []
+    for apart in (False, True):
+        if apart:
+            monkeypatch.setattr(RevolutionVectorEnv, "_decide_and_observe", lambda self, actions, kinds: None)
+        else:
+            monkeypatch.setattr(RevolutionVectorEnv, "_decide_and_observe", spy)
+        env = revolution_env.vector_env(
+            130, opponents="random", keep_finished=10_000, mask_in_obs=mask_in_obs, **VARIANTS[variant]
+        )
+        trace = [env.reset(seed=11)]
+        rng = np.random.default_rng(12)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the illegal actions' warning
+            for step in range(40):
+                actions = random_actions(env, rng)
+                if illegal and step % 7 == 3:  # a few rows' actions moved off their masks
+                    rows = rng.choice(env.num_envs, size=5, replace=False)
+                    actions[rows, 0] = env.codec.nvec[0] + 1
+                trace.append(env.step(actions))
+                trace.append(env.action_masks().copy())
+        trace.append(env.pop_finished())
+        runs.append(trace)
+    assert taken and all(taken)
+    one, apart = runs
+    for i, (a, b) in enumerate(zip(one[:-1], apart[:-1])):
+        for j, (x, y) in enumerate(zip(a, b) if isinstance(a, tuple) else [(a, b)]):
+            _same(x, y, f"step {i}, item {j}")
+    assert one[-1] == apart[-1] and len(one[-1]) > 5
+    ended_badly = sum(int(t[4].get("final_info", {}).get("illegal_action", np.zeros(1)).sum()) for t in one[1:-1]
+                      if isinstance(t, tuple))  # fmt: skip
+    assert ended_badly > 0 if illegal else ended_badly == 0
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"opponents": ["random", "area"]},
+        {"opponents": "random", "action_mode": "tokens"},
+        {"opponents": "random", "first_edition": True},
+        {"opponents": "random", "illegal": "raise"},
+    ],
+)
+def test_the_step_in_one_pass_is_only_where_it_holds(options) -> None:
+    """Agents among the opponents (their bids are read between the passes), the token mode, the first edition (its
+    deck is drawn between a step's choices) and ``illegal="raise"`` (an illegal action leaves every game as it was)
+    step in three passes."""
+    env = revolution_env.vector_env(8, players=3, keep_finished=0, **options)
+    env.reset(seed=0)
+    assert env._decide_and_observe(random_actions(env, np.random.default_rng(0)), env._kinds) is None
+    plain = revolution_env.vector_env(8, players=3, keep_finished=0, opponents="random")
+    plain.reset(seed=0)
+    assert plain._decide_and_observe(random_actions(plain, np.random.default_rng(0)), plain._kinds) is not None
+
+
 def test_illegal_action_terminates_or_raises() -> None:
     env = revolution_env.vector_env(3, players=3, opponents="random")
     env.reset(seed=0)

@@ -14,7 +14,10 @@
 Every game is held by one :class:`revolution_env.engine.batched.BatchedGame`. Opponents: ``"random"`` is played by the
 engine's compiled random play (``random_bids`` and ``play_random``'s rule: each token to a uniform legal target, each
 other decision uniform over its options) inside the step that takes the learner's decisions (``BatchedGame.step``: one
-compiled pass over the games, side by side), each game drawing from its own generator seeded from the game's seed.
+compiled pass over the games, side by side), each game drawing from its own generator seeded from the game's seed;
+where every opponent is random, in the bid mode, a step is one pass over the games in parts side by side, each
+thread reading its games' actions, stepping them and observing them in turn
+(:meth:`~RevolutionVectorEnv._decide_and_observe`).
 Any agent with ``act_batch(observations, masks, decisions) -> actions`` is called once per step for all the games it
 plays in: a policy checkpoint in one forward pass (``PolicyAgent.act_batch``), a heuristic bot through its compiled code
 (``revolution_env.agents.compiled``: the same decisions as its ``act`` on each row in turn, about 0.2 ms a bid).
@@ -37,8 +40,10 @@ import numpy as np
 
 from revolution_env.agents.base import act_batch
 from revolution_env.arena.opponents import Opponents
-from revolution_env.arena.vector_base import KEEP_FINISHED, BatchedVectorEnv
+from revolution_env.arena.vector_base import KEEP_FINISHED, BatchedVectorEnv, Observed
+from revolution_env.common.jit import in_parts, read_only
 from revolution_env.common.workers import Pace, opponent_threads, thread_pool
+from revolution_env.engine import batched
 from revolution_env.engine import kernels as K
 from revolution_env.engine.game import Decision
 
@@ -212,8 +217,8 @@ class RevolutionVectorEnv(BatchedVectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         self._drop_early()
 
-    def _observe(self) -> Any:
-        obs = super()._observe()
+    def _observe(self, observed: Observed | None = None, rows: np.ndarray | None = None) -> Any:
+        obs = super()._observe(observed, rows)
         self._decide_bids_early()
         return obs
 
@@ -232,6 +237,46 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         self._values = np.zeros(self.num_envs, dtype=np.int64)  # of deciding games and seats
         return self.view.decide(actions, self._masks, kinds, self._everyone, self.seat, self.game.tokens, self._bids,
                                 self._values)  # fmt: skip
+
+    def _decide_and_observe(self, actions: np.ndarray, kinds: np.ndarray) -> Observed | None:
+        """Where every opponent is random and bids are whole actions (the bid mode; not the first edition, whose deck
+        is drawn between a step's choices; illegal actions that end the game, not raise): the actions checked and
+        read, the games stepped and observed in one pass over the games, in parts side by side (one hand-off
+        between threads a step instead of three, and each part's games stepped and observed while in its core's
+        cache). The same games as the passes apart, but for D9's coin: with two players, the game of an illegal bid flips
+        it too (its flip is drawn before the bids are read, for every game waiting for bids)."""
+        if (self.tokens is not None or len(self._table) > 1 or self.layout.card_space >= 0
+                or self.config.illegal == "raise"):  # fmt: skip
+            return None
+        game, view, everyone, seat = self.game, self.view, self._everyone, self.seat
+        n = self.num_envs
+        bids = np.empty((n, self.players, self.codec.T, 3), dtype=game.count_type)  # rows unread but the bidders'
+        values = np.zeros(n, dtype=np.int64)
+        ok = np.empty(n, dtype=bool)
+        outcome = np.full(n, K.DECIDED, dtype=np.int64)
+        obs = np.empty((n, view.ol.size), dtype=np.float32)  # each row zeroed by the loop that fills it
+        masks = np.empty((n, self.codec.size), dtype=bool)
+        now = np.empty(n, dtype=np.int64)  # the decisions faced after the step
+        actions = np.ascontiguousarray(actions)
+        decide = view.decider(actions, read_only(self._masks), kinds, everyone, seat, game.tokens, bids, values, ok)
+        run, refused = game.step_parts(kinds == K.K_BID, self.opponent_of == 0, self._random_states)
+        observe = view.observer(game, everyone, seat, now, obs, masks, fresh=True)
+
+        def part(lo: int, hi: int) -> None:
+            decide(lo, hi)
+            deciding = ok[lo:hi] & (kinds[lo:hi] != K.K_NONE)
+            if deciding.all():
+                run(everyone[lo:hi], bids[lo:hi], values[lo:hi], outcome[lo:hi])
+            else:  # a row with an illegal action: its game is left as it was
+                g = lo + np.flatnonzero(deciding)
+                done = np.empty(len(g), dtype=np.int64)
+                run(g, bids[g], values[g], done)
+                outcome[g] = done
+            observe(lo, hi)
+
+        in_parts(n, part, batched.GAME_ROWS)
+        refused(everyone, outcome, kinds, values)
+        return Observed(~ok, obs, masks, now)
 
     def _decide(self, actions: np.ndarray, kinds: np.ndarray, playing: np.ndarray) -> None:
         """The learner's bids (with its opponents', once its bid is complete) and other decisions; opponents then

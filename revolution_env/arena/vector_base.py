@@ -9,11 +9,14 @@ per learner seat), the batched observations (``env.batched.BatchedView``), and t
 checks of the options and of the actions, illegal actions (``illegal="terminate"`` or ``"raise"``), the rewards
 at the end (``env.core.final_rewards``), ``SAME_STEP`` autoreset with ``final_obs`` and ``final_info``, the
 finished games for ``pop_finished()``, and the infos. A subclass says how a step's decisions go in
-(:meth:`~BatchedVectorEnv._decide`) and how new games start (:meth:`~BatchedVectorEnv._start_games`).
+(:meth:`~BatchedVectorEnv._decide`) and how new games start (:meth:`~BatchedVectorEnv._start_games`), and may take a
+step's actions, decisions and observations in one pass where it can (:meth:`~BatchedVectorEnv._decide_and_observe`:
+the games that end are then observed again once they start anew).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
@@ -40,6 +43,18 @@ except ImportError:  # gymnasium 1.0 names no autoreset modes (its own vector en
     SAME_STEP = "SameStep"
 
 KEEP_FINISHED = 100_000  # finished games kept for pop_finished() before the oldest are dropped
+
+
+@dataclass
+class Observed:
+    """A step's rows checked, decided and observed in one pass (:meth:`BatchedVectorEnv._decide_and_observe`):
+    whether each row's action was illegal (its game left as it was), then every row's observation, mask and decision
+    as the games are after the step (those of games that ended are the last of their game)."""
+
+    illegal: np.ndarray
+    obs: np.ndarray
+    masks: np.ndarray
+    kinds: np.ndarray
 
 
 class BatchedVectorEnv(VectorEnv):
@@ -115,6 +130,13 @@ class BatchedVectorEnv(VectorEnv):
         waits for its learner's next decision or is over."""
         raise NotImplementedError
 
+    def _decide_and_observe(self, actions: np.ndarray, kinds: np.ndarray) -> Observed | None:
+        """:meth:`_check`, :meth:`_decide` and the observations in one pass over the rows, where a subclass can (each
+        thread reads its rows' actions, steps their games and observes them, while they are in its core's cache):
+        the :class:`Observed` rows, the games left as :meth:`_decide` leaves them. None: the three passes apart.
+        Only where illegal actions do not raise (an illegal action must leave every game as it was)."""
+        return None
+
     def _seeded(self) -> None:
         """``reset(seed)`` drew a new generator: seed what else draws from one."""
 
@@ -156,12 +178,17 @@ class BatchedVectorEnv(VectorEnv):
             raise RuntimeError("step() before reset(): call reset() first")
         actions = self.mode.check_many(actions, self._rows_are())
         kinds = self._kinds
-        illegal = ~self._check(actions, kinds)
+        observed = self._decide_and_observe(actions, kinds)
+        if observed is None:  # checked, decided, then observed below, each in its own pass
+            illegal = ~self._check(actions, kinds)
+        else:
+            illegal = observed.illegal
         if illegal.any():
             self._illegal(np.flatnonzero(illegal), actions)
         ended_badly = np.zeros(self.num_games, dtype=bool)  # games ended by an illegal action
         ended_badly[self.row_game[illegal]] = True
-        self._decide(actions, kinds, ~self._per_row(ended_badly))
+        if observed is None:
+            self._decide(actions, kinds, ~self._per_row(ended_badly))
         game = self.game
         over = game.over  # a new array, as the games are now
         done = over | ended_badly
@@ -172,11 +199,14 @@ class BatchedVectorEnv(VectorEnv):
         truncated = self._per_row(over & game.truncated)
         terminated = self._per_row(done) & ~truncated
         infos: dict[str, Any] = {}
-        if done.any():
-            ended = np.flatnonzero(done)
-            infos = self._final(ended, np.flatnonzero(over), illegal)
+        ended = np.flatnonzero(done)
+        if len(ended):
+            infos = self._final(ended, np.flatnonzero(over), illegal, observed)
             self._start_games(ended)
-        obs = self._observe()
+        if observed is None:
+            obs = self._observe()
+        else:  # the rows of the games that ended observed again, in their new games
+            obs = self._observe(observed, self._rows(ended).ravel())
         infos.update(self._infos(illegal.astype(np.int8)))
         return obs, rewards, terminated, truncated, infos
 
@@ -218,11 +248,22 @@ class BatchedVectorEnv(VectorEnv):
         """(len(games), per_game): the rows of ``games``, in seat order."""
         return games[:, None] * self.per_game + np.arange(self.per_game)
 
-    def _observe(self) -> Any:
-        everyone = np.arange(self.num_envs)
+    def _observe(self, observed: Observed | None = None, rows: np.ndarray | None = None) -> Any:
+        """Every row's observation and mask, or ``observed``'s (from :meth:`_decide_and_observe`) with ``rows``
+        observed anew."""
         games, seats = self.row_game, self.row_seat
-        self._kinds = kinds = self._decision_kinds()
-        obs, self._masks = self.mode.observe_many(self.view, self.game, everyone, games, seats, kinds)
+        if observed is None:
+            everyone = np.arange(self.num_envs)
+            self._kinds = kinds = self._decision_kinds()
+            obs, self._masks = self.mode.observe_many(self.view, self.game, everyone, games, seats, kinds)
+        else:
+            obs, self._masks, self._kinds = observed.obs, observed.masks, observed.kinds
+            if len(rows):
+                kinds = self.view.kinds(self.game, games[rows], seats[rows])
+                self._kinds[rows] = kinds
+                obs[rows], self._masks[rows] = self.mode.observe_many(
+                    self.view, self.game, rows, games[rows], seats[rows], kinds
+                )
         self._masks.flags.writeable = False  # handed out as it is (action_masks, info): built anew every step
         if self.mask_in_obs:
             return {"observation": obs, "action_mask": self._masks.view(np.int8)}
@@ -246,9 +287,12 @@ class BatchedVectorEnv(VectorEnv):
             self.config.reward, self.game.final_win[games, seats], self.game.final_support[games], seats
         )
 
-    def _final(self, ended: np.ndarray, over: np.ndarray, illegal: np.ndarray) -> dict[str, Any]:
-        """The last observations and infos of the rows of the games that ended, and the records of those that are
-        over (not ended by an illegal action) for pop_finished()."""
+    def _final(
+        self, ended: np.ndarray, over: np.ndarray, illegal: np.ndarray, observed: Observed | None
+    ) -> dict[str, Any]:
+        """The last observations and infos of the rows of the games that ended (taken from ``observed`` where the
+        step observed every row), and the records of those that are over (not ended by an illegal action) for
+        pop_finished()."""
         game = self.game
         if self.keep_finished and len(over):
             self._finished.append(game.snapshot(over))
@@ -262,9 +306,18 @@ class BatchedVectorEnv(VectorEnv):
         rows = self._rows(ended).ravel()
         self.mode.clear(rows)  # the bid under construction: none (the game is over, or ended by an illegal action)
         nothing = np.zeros(len(rows), dtype=np.int64)  # no one decides
-        last = self.mode.observations_many(
-            self.view.observe(game, self.row_game[rows], self.row_seat[rows], nothing), rows
-        )
+        if observed is None:
+            last = self.mode.observations_many(
+                self.view.observe(game, self.row_game[rows], self.row_seat[rows], nothing), rows
+            )
+        else:  # those of the games that are over, as observed (no one decides there); the others' observed again
+            last = observed.obs[rows]
+            again = np.flatnonzero(~game.over[self.row_game[rows]])
+            if len(again):
+                r = rows[again]
+                last[again] = self.mode.observations_many(
+                    self.view.observe(game, self.row_game[r], self.row_seat[r], nothing[again]), r
+                )
         final_obs = np.full(self.num_envs, None, dtype=object)
         if self.mask_in_obs:  # what nothing to decide allows: the no-op
             for j, r in enumerate(rows.tolist()):

@@ -15,6 +15,7 @@ ahead into ``deck`` so that the compiled loops draw without calling back; the sa
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -419,28 +420,64 @@ class BatchedGame:
         if not waiting.all():
             bad = int(g[~waiting][0])
             raise IllegalAction(f"game {bad}: no decision is pending")
-        bidding = kinds == K.K_BID
-        coin = np.zeros(n, dtype=np.int64)
-        if bidding.any():
-            self._grow_history(int(self.meta[g[bidding], ROUND].max()))
-            if L.scheming >= 0:  # D9's coin flip, where the rule comes to it
-                coin[bidding] = self.rng.integers(2, size=int(bidding.sum()))
+        coin = self._coins(g[kinds == K.K_BID], np.zeros(n, dtype=np.int64), kinds == K.K_BID)
         outcome = np.empty(n, dtype=np.int64)
-        targets, counts = self._random_targets
-        hist = (self._hist_bids, self._hist_priority, self._hist_spy, self._hist_apothecary, self._hist_guy,
-                self._hist_remove)  # fmt: skip
         first_edition = L.card_space >= 0  # its random choices one at a time, the deck refilled between them
-        st, tb = self._st, self._tb
-        in_parts(
-            n,
-            lambda lo, hi: K.step_many(g[lo:hi], bids[lo:hi], values[lo:hi], random_seat, coin[lo:hi], st, tb,
-                                       states, targets, counts, hist, not first_edition, outcome[lo:hi]),
-            GAME_ROWS,
-        )  # fmt: skip
+        run = self._stepper(random_seat, states, play=not first_edition)
+        in_parts(n, lambda lo, hi: run(g[lo:hi], bids[lo:hi], values[lo:hi], coin[lo:hi], outcome[lo:hi]), GAME_ROWS)
         if first_edition:
             self._draw_ahead(g)
             kind, seat = self.meta[g, KIND], self.meta[g, DSEAT]
             self.play_random(g[(outcome == K.DECIDED) & (kind >= K.K_GUY) & random_seat[g, seat]], random_seat, states)
+        self._refused(g, outcome, kinds, values)
+
+    def step_parts(
+        self, bidding: np.ndarray, random_seat: np.ndarray, states: np.ndarray
+    ) -> tuple[Callable[..., None], Callable[..., None]]:
+        """:meth:`step` for a caller that runs the games' steps in parts of its own, side by side with other work on
+        the same games (the vector env: one thread reads a part's actions, steps its games and observes them, while
+        the games are in its core's cache). What spans every game is done here, first: the history grown for the
+        games that bid (``bidding``, bool per game: those waiting for bids that will bid this step) and D9's coin
+        flipped for each, in game order, as :meth:`step` flips them for the same games. Returns ``run(games, bids,
+        values, outcome)``, one part's step (``games`` distinct from the other parts', each waiting for a decision:
+        unchecked; ``outcome`` per game of the part, written), and ``refused(games, outcome, kinds, values)``, which
+        raises as :meth:`step` does for the first game not decided. Not for the first edition (its deck is drawn
+        between a step's choices): ``ValueError``."""
+        if self.layout.card_space >= 0:
+            raise ValueError("step_parts: the first edition's steps draw cards between parts (use step)")
+        random_seat = self._check_random(states, random_seat)
+        games = np.flatnonzero(bidding)
+        coin = self._coins(games, np.zeros(self.n, dtype=np.int64), games)
+        run = self._stepper(random_seat, states, play=True)
+
+        def run_games(g: np.ndarray, bids: np.ndarray, values: np.ndarray, outcome: np.ndarray) -> None:
+            run(g, bids, values, coin[g], outcome)
+
+        return run_games, self._refused
+
+    def _coins(self, games: np.ndarray, coin: np.ndarray, at: Any) -> np.ndarray:
+        """``coin`` with D9's coin flipped for each of ``games`` (waiting for bids, in order) written at ``at``, where
+        the rule comes to it, after growing the history for their round."""
+        if len(games):
+            self._grow_history(int(self.meta[games, ROUND].max()))
+            if self.layout.scheming >= 0:  # D9's coin flip, where the rule comes to it
+                coin[at] = self.rng.integers(2, size=len(games))
+        return coin
+
+    def _stepper(self, random_seat: np.ndarray, states: np.ndarray, play: bool) -> Callable[..., None]:
+        """``run(games, bids, values, coin, outcome)``: the compiled step of ``games`` (one part)."""
+        targets, counts = self._random_targets
+        hist = (self._hist_bids, self._hist_priority, self._hist_spy, self._hist_apothecary, self._hist_guy,
+                self._hist_remove)  # fmt: skip
+        st, tb = self._st, self._tb
+
+        def run(g: np.ndarray, bids: np.ndarray, values: np.ndarray, coin: np.ndarray, outcome: np.ndarray) -> None:
+            K.step_many(g, bids, values, random_seat, coin, st, tb, states, targets, counts, hist, play, outcome)
+
+        return run
+
+    def _refused(self, g: np.ndarray, outcome: np.ndarray, kinds: np.ndarray, values: np.ndarray) -> None:
+        """The error of the first of ``g`` not decided (``outcome``), if any."""
         failed = np.flatnonzero(outcome != K.DECIDED)
         if len(failed):
             i = int(failed[0])

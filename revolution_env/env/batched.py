@@ -10,6 +10,8 @@ choice masks too).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from revolution_env.common.jit import borrowed, in_parts, read_only
@@ -92,17 +94,36 @@ class BatchedView:
         # each row zeroed by the loop that fills it
         obs = np.empty((len(g), self.ol.size), dtype=np.float32) if observe else None
         m = np.empty((len(g), self.codec.size), dtype=bool) if mask else None
+        in_parts(len(g), self.observer(game, g, seats, kinds, obs, m))
+        return obs, m
+
+    def observer(
+        self,
+        game: BatchedGame,
+        games: np.ndarray,
+        seats: np.ndarray,
+        kinds: np.ndarray,
+        obs: np.ndarray | None,
+        masks: np.ndarray | None,
+        fresh: bool = False,
+    ) -> Callable[[int, int], None]:
+        """``part(lo, hi)``: the observations (into ``obs``, (n, size) float32) and the masks (into ``masks``, (n,
+        sum(nvec)) bool) of the rows ``lo:hi`` of ``games`` and ``seats`` (contiguous int64), each None where not
+        wanted, facing ``kinds``; with ``fresh``, facing the decisions they face when the part runs (:meth:`kinds`,
+        written into ``kinds``), for a caller that changes the games in the same part first."""
         st, tb, tables = game._st, game._tb, (self.perm, self.inv, self.starts, self.card_type)
         perm, codes = self.perm, self.codes
 
         def part(lo: int, hi: int) -> None:
+            g, s, k = games[lo:hi], seats[lo:hi], kinds[lo:hi]
+            if fresh:
+                k[:] = self.kinds(game, g, s)
             if obs is not None:
-                observe_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, *tables, obs[lo:hi])
-            if m is not None:
-                masks_many(g[lo:hi], seats[lo:hi], kinds[lo:hi], st, tb, perm, codes, m[lo:hi])
+                observe_many(g, s, k, st, tb, *tables, obs[lo:hi])
+            if masks is not None:
+                masks_many(g, s, k, st, tb, perm, codes, masks[lo:hi])
 
-        in_parts(len(g), part)
-        return obs, m
+        return part
 
     def choice_masks(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(n, C) bool: dimension 0 of the masks of games whose seat faces a non-bid decision (Guy, Spy,
@@ -170,11 +191,31 @@ class BatchedView:
         if n and (games.min() < 0 or games.max() >= G or seats.min() < 0 or seats.max() >= P):  # written unchecked
             raise ValueError("decide: games or seats outside bids")
         ok = np.empty(n, dtype=bool)
-        tables = (c.nvec, c.offsets, self.blocks, self.perm)
-        m = read_only(masks)
-        in_parts(n, lambda lo, hi: decide_many(actions[lo:hi], m[lo:hi], kinds[lo:hi], games[lo:hi], seats[lo:hi],
-                                               tokens, *tables, ok[lo:hi], bids, values))  # fmt: skip
+        in_parts(n, self.decider(actions, read_only(masks), kinds, games, seats, tokens, bids, values, ok))
         return ok
+
+    def decider(
+        self,
+        actions: np.ndarray,
+        masks: np.ndarray,
+        kinds: np.ndarray,
+        games: np.ndarray,
+        seats: np.ndarray,
+        tokens: np.ndarray,
+        bids: np.ndarray,
+        values: np.ndarray,
+        ok: np.ndarray,
+    ) -> Callable[[int, int], None]:
+        """``part(lo, hi)``: :meth:`decide` of the rows ``lo:hi``, whether each is legal into ``ok`` (n,), for a caller
+        that runs the parts itself; the arguments as :meth:`decide` checks them (int64 contiguous; ``masks``
+        read-only), unchecked here."""
+        tables = (self.codec.nvec, self.codec.offsets, self.blocks, self.perm)
+
+        def part(lo: int, hi: int) -> None:
+            decide_many(actions[lo:hi], masks[lo:hi], kinds[lo:hi], games[lo:hi], seats[lo:hi], tokens, *tables,
+                        ok[lo:hi], bids, values)  # fmt: skip
+
+        return part
 
     def _bids_form(self, bids: np.ndarray) -> bool:
         """Whether ``bids`` holds the bids of games as ``BatchedGame.step`` takes them."""
