@@ -239,7 +239,7 @@ def test_an_opponent_without_act_batch_is_played_game_by_game_with_a_warning() -
 
 @pytest.mark.parametrize("variant", ["3 players", "2 players (Guy)", "first edition, 3 players"])
 def test_the_actions_check_and_read_in_one_pass_as_apart(variant: str) -> None:
-    """``BatchedView.decide`` (the bid mode's step: each action checked against its mask, a legal bid counted, a
+    """``BatchedView.decider`` (the bid mode's step: each action checked against its mask, a legal bid counted, a
     legal choice turned into the engine's value) gives what ``legal``, ``bid_counts`` and ``engine_choices`` give
     apart, on legal actions and on actions with one dimension moved (most of them illegal), for every decision."""
     env = revolution_env.vector_env(64, keep_finished=0, opponents="random", **VARIANTS[variant])
@@ -257,7 +257,8 @@ def test_the_actions_check_and_read_in_one_pass_as_apart(variant: str) -> None:
         for a in (actions, bad):
             bids = np.full((env.num_envs, env.players, env.codec.T, 3), -1, dtype=game.count_type)
             values = np.full(env.num_envs, -9, dtype=np.int64)
-            ok = view.decide(a, masks, kinds, every, env.seat, game.tokens, bids, values)
+            ok, part = view.decider(a, masks, kinds, every, env.seat, game.tokens, bids, values)
+            part(0, env.num_envs)
             legal = view.legal(a, masks) | (kinds == NONE)
             np.testing.assert_array_equal(ok, legal)
             bidding = every[legal & (kinds == K_BID)]
@@ -275,9 +276,9 @@ def test_the_actions_check_and_read_in_one_pass_as_apart(variant: str) -> None:
     with pytest.raises(ValueError, match="engine_choices: seats from 0 to"):  # read unchecked in the compiled loop
         view.engine_choices(np.ones(2, dtype=np.int64), np.array([0, env.players]), np.full(2, 5))
     with pytest.raises(ValueError, match="games or seats outside bids"):  # written unchecked in the compiled loop
-        view.decide(actions, masks, kinds, every + 1, env.seat, game.tokens, bids, values)
+        view.decider(actions, masks, kinds, every + 1, env.seat, game.tokens, bids, values)
     with pytest.raises(ValueError, match=r"bids: expected a contiguous int8 array \(count_type\)"):
-        view.decide(actions, masks, kinds, every, env.seat, game.tokens, bids.astype(np.int64), values)
+        view.decider(actions, masks, kinds, every, env.seat, game.tokens, bids.astype(np.int64), values)
 
 
 def _same(a, b, where: str) -> None:

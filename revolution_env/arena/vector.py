@@ -41,7 +41,7 @@ import numpy as np
 from revolution_env.agents.base import act_batch
 from revolution_env.arena.opponents import Opponents
 from revolution_env.arena.vector_base import KEEP_FINISHED, BatchedVectorEnv, Observed
-from revolution_env.common.jit import in_parts, read_only
+from revolution_env.common.jit import in_parts
 from revolution_env.common.workers import Pace, opponent_threads, thread_pool
 from revolution_env.engine import batched
 from revolution_env.engine import kernels as K
@@ -228,15 +228,17 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         return self.__dict__.copy()
 
     def _check(self, actions: np.ndarray, kinds: np.ndarray) -> np.ndarray:
-        """In the bid mode, the actions checked and read in one pass (``BatchedView.decide``): each legal bid counted
+        """In the bid mode, the actions checked and read in one pass (``BatchedView.decider``): each legal bid counted
         into the step's bids, each legal choice into its values, for :meth:`_decide`."""
         if self.tokens is not None:
             return super()._check(actions, kinds)
         count = self.game.count_type
         self._bids = np.empty((self.num_envs, self.players, self.codec.T, 3), dtype=count)  # rows unread but those
         self._values = np.zeros(self.num_envs, dtype=np.int64)  # of deciding games and seats
-        return self.view.decide(actions, self._masks, kinds, self._everyone, self.seat, self.game.tokens, self._bids,
-                                self._values)  # fmt: skip
+        ok, part = self.view.decider(actions, self._masks, kinds, self._everyone, self.seat, self.game.tokens,
+                                     self._bids, self._values)  # fmt: skip
+        in_parts(self.num_envs, part)
+        return ok
 
     def _decide_and_observe(self, actions: np.ndarray, kinds: np.ndarray) -> Observed | None:
         """Where every opponent is random and bids are whole actions (the bid mode; not the first edition, whose deck
@@ -252,13 +254,11 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         n = self.num_envs
         bids = np.empty((n, self.players, self.codec.T, 3), dtype=game.count_type)  # rows unread but the bidders'
         values = np.zeros(n, dtype=np.int64)
-        ok = np.empty(n, dtype=bool)
         outcome = np.full(n, K.DECIDED, dtype=np.int64)
         obs = np.empty((n, view.ol.size), dtype=np.float32)  # each row zeroed by the loop that fills it
         masks = np.empty((n, self.codec.size), dtype=bool)
         now = np.empty(n, dtype=np.int64)  # the decisions faced after the step
-        actions = np.ascontiguousarray(actions)
-        decide = view.decider(actions, read_only(self._masks), kinds, everyone, seat, game.tokens, bids, values, ok)
+        ok, decide = view.decider(actions, self._masks, kinds, everyone, seat, game.tokens, bids, values)
         run, refused = game.step_parts(kinds == K.K_BID, self.opponent_of == 0, self._random_states)
         observe = view.observer(game, everyone, seat, now, obs, masks, fresh=True)
 

@@ -161,7 +161,7 @@ class BatchedView:
             raise ValueError("rows, seats: outside out")
         bid_counts_many(actions, held, self.blocks, rows, seats, out)
 
-    def decide(
+    def decider(
         self,
         actions: np.ndarray,
         masks: np.ndarray,
@@ -171,12 +171,14 @@ class BatchedView:
         tokens: np.ndarray,
         bids: np.ndarray,
         values: np.ndarray,
-    ) -> np.ndarray:
-        """Bid-mode actions (n, D) of the seats ``seats`` of ``games``, facing ``kinds``, checked and read in one
-        pass: (n,) bool, whether each satisfies its mask (:meth:`legal`; a row with nothing to decide passes);
-        where it does, a bid counted into ``bids[game, seat]`` (``bids``: (G, players, T, 3), :meth:`bid_counts`'s
-        counts, from the tokens held in ``tokens``), a choice as the engine's value into ``values[game]``
-        (:meth:`engine_choices`). Each (game, seat) at most once."""
+    ) -> tuple[np.ndarray, Callable[[int, int], None]]:
+        """Bid-mode actions (n, D) of the seats ``seats`` of ``games``, facing ``kinds``, to be checked and read in
+        one pass: returns ``ok`` (n,) bool and ``part(lo, hi)``, which fills ``ok[lo:hi]`` with whether each of the
+        rows ``lo:hi`` satisfies its mask (:meth:`legal`; a row with nothing to decide passes) and, where it does,
+        counts a bid into ``bids[game, seat]`` (``bids``: (G, players, T, 3), :meth:`bid_counts`'s counts, from the
+        tokens held in ``tokens``) or writes a choice as the engine's value into ``values[game]``
+        (:meth:`engine_choices`). Each (game, seat) at most once. The caller runs the parts (``in_parts(n, part)``,
+        or with other work on the same rows); the arguments are checked here, since the parts write unchecked."""
         c = self.codec
         actions, kinds, games, seats = _indices(actions, kinds, games, seats)
         n = len(actions)
@@ -191,31 +193,14 @@ class BatchedView:
         if n and (games.min() < 0 or games.max() >= G or seats.min() < 0 or seats.max() >= P):  # written unchecked
             raise ValueError("decide: games or seats outside bids")
         ok = np.empty(n, dtype=bool)
-        in_parts(n, self.decider(actions, read_only(masks), kinds, games, seats, tokens, bids, values, ok))
-        return ok
-
-    def decider(
-        self,
-        actions: np.ndarray,
-        masks: np.ndarray,
-        kinds: np.ndarray,
-        games: np.ndarray,
-        seats: np.ndarray,
-        tokens: np.ndarray,
-        bids: np.ndarray,
-        values: np.ndarray,
-        ok: np.ndarray,
-    ) -> Callable[[int, int], None]:
-        """``part(lo, hi)``: :meth:`decide` of the rows ``lo:hi``, whether each is legal into ``ok`` (n,), for a caller
-        that runs the parts itself; the arguments as :meth:`decide` checks them (int64 contiguous; ``masks``
-        read-only), unchecked here."""
-        tables = (self.codec.nvec, self.codec.offsets, self.blocks, self.perm)
+        masks = read_only(masks)
+        tables = (c.nvec, c.offsets, self.blocks, self.perm)
 
         def part(lo: int, hi: int) -> None:
             decide_many(actions[lo:hi], masks[lo:hi], kinds[lo:hi], games[lo:hi], seats[lo:hi], tokens, *tables,
                         ok[lo:hi], bids, values)  # fmt: skip
 
-        return part
+        return ok, part
 
     def _bids_form(self, bids: np.ndarray) -> bool:
         """Whether ``bids`` holds the bids of games as ``BatchedGame.step`` takes them."""
