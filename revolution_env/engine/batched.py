@@ -420,7 +420,9 @@ class BatchedGame:
         if not waiting.all():
             bad = int(g[~waiting][0])
             raise IllegalAction(f"game {bad}: no decision is pending")
-        coin = self._coins(g[kinds == K.K_BID], np.zeros(n, dtype=np.int64), kinds == K.K_BID)
+        bidding = kinds == K.K_BID
+        coin = np.zeros(n, dtype=np.int64)
+        coin[bidding] = self._coins(g[bidding])
         outcome = np.empty(n, dtype=np.int64)
         first_edition = L.card_space >= 0  # its random choices one at a time, the deck refilled between them
         run = self._stepper(random_seat, states, play=not first_edition)
@@ -447,7 +449,8 @@ class BatchedGame:
             raise ValueError("step_parts: the first edition's steps draw cards between parts (use step)")
         random_seat = self._check_random(states, random_seat)
         games = np.flatnonzero(bidding)
-        coin = self._coins(games, np.zeros(self.n, dtype=np.int64), games)
+        coin = np.zeros(self.n, dtype=np.int64)
+        coin[games] = self._coins(games)
         run = self._stepper(random_seat, states, play=True)
 
         def run_games(g: np.ndarray, bids: np.ndarray, values: np.ndarray, outcome: np.ndarray) -> None:
@@ -455,14 +458,15 @@ class BatchedGame:
 
         return run_games, self._refused
 
-    def _coins(self, games: np.ndarray, coin: np.ndarray, at: Any) -> np.ndarray:
-        """``coin`` with D9's coin flipped for each of ``games`` (waiting for bids, in order) written at ``at``, where
-        the rule comes to it, after growing the history for their round."""
-        if len(games):
-            self._grow_history(int(self.meta[games, ROUND].max()))
-            if self.layout.scheming >= 0:  # D9's coin flip, where the rule comes to it
-                coin[at] = self.rng.integers(2, size=len(games))
-        return coin
+    def _coins(self, games: np.ndarray) -> np.ndarray:
+        """D9's coin flipped for each of ``games`` (waiting for bids, in order) where the rule comes to it (else 0),
+        after growing the history for their round."""
+        if len(games) == 0:
+            return np.zeros(0, dtype=np.int64)
+        self._grow_history(int(self.meta[games, ROUND].max()))
+        if self.layout.scheming < 0:
+            return np.zeros(len(games), dtype=np.int64)
+        return self.rng.integers(2, size=len(games))
 
     def _stepper(self, random_seat: np.ndarray, states: np.ndarray, play: bool) -> Callable[..., None]:
         """``run(games, bids, values, coin, outcome)``: the compiled step of ``games`` (one part)."""
