@@ -32,6 +32,7 @@ from revolution_env.agents.checkpoint import PolicyAgent
 from revolution_env.agents.heuristics import HeuristicBot
 from revolution_env.agents.mixture import MetaAgent, MixtureAgent
 from revolution_env.arena.runner import GameResult, IllegalMoveError, agent_seed
+from revolution_env.engine import kernels as K
 from revolution_env.engine.batched import BatchedGame, clean_bids_batch, priority_by_rule_batch
 from revolution_env.engine.game import COIN_STREAM, Decision, make_layout, seed_stream
 from revolution_env.env.batched import BatchedView
@@ -78,19 +79,19 @@ def play_batched(
     everyone = np.arange(n)
     while not game.over.all():
         kind = game.kind
-        bidding = everyone[(kind == Decision.BID) & ~game.over]
+        bidding = everyone[(kind == K.K_BID) & ~game.over]
         if len(bidding):
             bids = np.zeros((len(bidding), P, codec.T, 3), dtype=np.int64)
             for seat in range(P):
                 seats = np.full(len(bidding), seat)
-                actions = _actions(view, game, bidding, seats, Decision.BID, base, forks, tasks)
+                actions = _actions(view, game, bidding, seats, K.K_BID, base, forks, tasks)
                 bids[:, seat] = view.bid_counts(actions, game.tokens[bidding, seat])
             priority = None
             if coins is not None:
                 ruled = priority_by_rule_batch(clean_bids_batch(bids, layout)[0], layout)
                 priority = np.array([-1 if r >= 0 else int(coins[g].integers(2)) for g, r in zip(bidding, ruled)])
             game.submit_bids(bidding, bids, priority=priority)
-        choosing = everyone[(game.kind >= Decision.GUY) & ~game.over]
+        choosing = everyone[(game.kind >= K.K_GUY) & ~game.over]
         if len(choosing):
             seats = game.decider[choosing].copy()
             kinds = game.kind[choosing].copy()

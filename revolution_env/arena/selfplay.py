@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from revolution_env.arena.vector_base import KEEP_FINISHED, BatchedVectorEnv
-from revolution_env.engine.game import Decision
+from revolution_env.engine import kernels as K
 
 
 class SelfPlayVectorEnv(BatchedVectorEnv):
@@ -81,22 +81,22 @@ class SelfPlayVectorEnv(BatchedVectorEnv):
 
     def _decision_kinds(self) -> np.ndarray:
         kinds = super()._decision_kinds()
-        kinds[self._complete] = Decision.NONE  # a complete bid waits for the others
+        kinds[self._complete] = K.K_NONE  # a complete bid waits for the others
         return kinds
 
     def _decide(self, actions: np.ndarray, kinds: np.ndarray, playing: np.ndarray) -> None:
         """Each bidding row's bid (in the token mode, one token of it), the bids of a game going in once all are
         complete; the Guy, Spy, Apothecary or Remove decision of a game from its deciding seat's row."""
-        self.decisions_made += int((kinds != Decision.NONE).sum())
+        self.decisions_made += int((kinds != K.K_NONE).sum())
         game = self.game
         pending = game.kind.copy()  # read before the bids go in: they may lead to a Guy decision at once
-        pending[~playing.reshape(self.num_games, self.players)[:, 0]] = Decision.NONE  # ended by an illegal action
-        bidding = np.flatnonzero(playing & (kinds == Decision.BID))
+        pending[~playing.reshape(self.num_games, self.players)[:, 0]] = K.K_NONE  # ended by an illegal action
+        bidding = np.flatnonzero(playing & (kinds == K.K_BID))
         held = game.tokens[self.row_game[bidding], self.row_seat[bidding]]
         self._complete[bidding] = self.mode.place_many(bidding, actions[bidding], held)
-        waiting = np.flatnonzero(pending == Decision.BID)
+        waiting = np.flatnonzero(pending == K.K_BID)
         bidding = waiting[self._complete[self._rows(waiting)].all(1)]
-        choosing = np.flatnonzero(pending >= Decision.GUY)
+        choosing = np.flatnonzero(pending >= K.K_GUY)
         games, row = self._deciding(bidding, choosing)  # the games that decide, in one step of the engine
         # the bids of the games (the rows of choosing games unread), of the engine's integer type
         bids = np.empty((len(games), self.players, self.codec.T, 3), dtype=game.count_type)

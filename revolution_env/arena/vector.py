@@ -44,8 +44,8 @@ from revolution_env.arena.vector_base import KEEP_FINISHED, BatchedVectorEnv, Ob
 from revolution_env.common.jit import in_parts
 from revolution_env.common.workers import Pace, opponent_threads, thread_pool
 from revolution_env.engine import batched
+from revolution_env.engine import kernels as K
 from revolution_env.engine.game import Decision
-from revolution_env.engine.kernels import Meta, Outcome, random_states
 
 # --- opponents -------------------------------------------------------------------------------------------------
 
@@ -152,7 +152,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
             return
         seeds = rng.integers(2**63 - 1, size=k)
         self.game.reset(games, seeds)
-        self._random_states[games] = random_states(seeds)
+        self._random_states[games] = K.random_states(seeds)
         self.mode.clear(games)
         self._has_early[games] = False
         if self.fixed_seat is None:
@@ -235,8 +235,9 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         count = self.game.count_type
         self._bids = np.empty((self.num_envs, self.players, self.codec.T, 3), dtype=count)  # rows unread but those
         self._values = np.zeros(self.num_envs, dtype=np.int64)  # of deciding games and seats
-        ok, part = self.view.decider(actions, self._masks, kinds, self._everyone, self.seat, self.game.tokens,
-                                     self._bids, self._values)  # fmt: skip
+        ok, part = self.view.decider(
+            actions, self._masks, kinds, self._everyone, self.seat, self.game.tokens, self._bids, self._values
+        )
         in_parts(self.num_envs, part)
         return ok
 
@@ -245,26 +246,26 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         is drawn between a step's choices; illegal actions that end the game, not raise): the actions checked and
         read, the games stepped and observed in one pass over the games, in parts side by side (one hand-off
         between threads a step instead of three, and each part's games stepped and observed while in its core's
-        cache). The same games as the passes apart, but for D9's coin: with two players, the game of an illegal bid flips
-        it too (its flip is drawn before the bids are read, for every game waiting for bids)."""
-        if (self.tokens is not None or len(self._table) > 1 or self.layout.card_space >= 0
-                or self.config.illegal == "raise"):  # fmt: skip
+        cache). The same games as the passes apart, but for D9's coin: with two players, the game of an illegal bid
+        flips it too (its flip is drawn before the bids are read, for every game waiting for bids)."""
+        all_random = len(self._table) == 1  # the table's first opponent is "random"
+        if not all_random or self.tokens is not None or self.layout.card_space >= 0 or self.config.illegal == "raise":
             return None
         game, view, everyone, seat = self.game, self.view, self._everyone, self.seat
         n = self.num_envs
         bids = np.empty((n, self.players, self.codec.T, 3), dtype=game.count_type)  # rows unread but the bidders'
         values = np.zeros(n, dtype=np.int64)
-        outcome = np.full(n, Outcome.DECIDED, dtype=np.int64)
+        outcome = np.full(n, int(K.Outcome.DECIDED), dtype=np.int64)
         obs = np.empty((n, view.ol.size), dtype=np.float32)  # each row zeroed by the loop that fills it
         masks = np.empty((n, self.codec.size), dtype=bool)
         now = np.empty(n, dtype=np.int64)  # the decisions faced after the step
         ok, decide = view.decider(actions, self._masks, kinds, everyone, seat, game.tokens, bids, values)
-        run, refused = game.step_parts(kinds == Decision.BID, self.opponent_of == 0, self._random_states)
+        run, refused = game.step_parts(kinds == K.K_BID, self.opponent_of == 0, self._random_states)
         observe = view.observer(game, everyone, seat, now, obs, masks, fresh=True)
 
         def part(lo: int, hi: int) -> None:
             decide(lo, hi)
-            deciding = ok[lo:hi] & (kinds[lo:hi] != Decision.NONE)
+            deciding = ok[lo:hi] & (kinds[lo:hi] != K.K_NONE)
             if deciding.all():
                 run(everyone[lo:hi], bids[lo:hi], values[lo:hi], outcome[lo:hi])
             else:  # a row with an illegal action: its game is left as it was
@@ -293,12 +294,12 @@ class RevolutionVectorEnv(BatchedVectorEnv):
     def _read(self, kinds: np.ndarray, playing: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The bid mode: the games that decide, their bids and their choices as ``BatchedGame.step`` takes them, from
         those :meth:`_check` read (game g's in row g), the agents' bids added."""
-        deciding = playing & (kinds != Decision.NONE)
+        deciding = playing & (kinds != K.K_NONE)
         every = bool(deciding.all())
         games = self._everyone if every else np.flatnonzero(deciding)
         bids, values = self._bids, self._values
         if len(self._table) > 1:  # agents among the opponents: their bids of the round, decided early
-            bidding = games[kinds[games] == Decision.BID]
+            bidding = games[kinds[games] == K.K_BID]
             self._opponent_bids(bidding, bids, bidding)
         if not every:
             bids, values = bids[games], values[games]
@@ -311,8 +312,8 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         with their bids (the agents' added) and their choices as ``BatchedGame.step`` takes them."""
         game, view = self.game, self.view
         everyone = self._everyone
-        bidding = everyone[playing & (kinds == Decision.BID)]
-        choosing = everyone[playing & (kinds >= Decision.GUY)]
+        bidding = everyone[playing & (kinds == K.K_BID)]
+        choosing = everyone[playing & (kinds >= K.K_GUY)]
         held = game.tokens[bidding, self.seat[bidding]]
         complete = self.mode.place_many(bidding, actions[bidding], held)  # one token placed
         bidding, held = bidding[complete], held[complete]
@@ -357,7 +358,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         opponent's bid reads the state of the bid round, which the learner's bid does not change. Deciding them
         when the round begins, whatever the threads, keeps the games independent of the cores (the token mode's
         games finish their bids at different steps; each agent decides its games of a round in one batch)."""
-        waiting = np.flatnonzero((self._kinds == Decision.BID) & ~self._has_early)
+        waiting = np.flatnonzero((self._kinds == K.K_BID) & ~self._has_early)
         if len(waiting) == 0:
             return
         self._has_early[waiting] = True
@@ -368,7 +369,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
                 continue
             rows, seats = np.nonzero(opp == index)
             g = waiting[rows]
-            job = (opponent, g, seats, np.full(len(g), Decision.BID, dtype=np.int64))
+            job = (opponent, g, seats, np.full(len(g), K.K_BID, dtype=np.int64))
             self._pending.append((g, seats, self._start(job)))
 
     def _collect_early(self) -> None:
@@ -413,18 +414,17 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         game = self.game
         everyone = np.arange(self.num_envs)
         while True:
-            kind = game.meta[:, Meta.KIND]
-            waiting = everyone[(kind >= Decision.GUY) & (game.meta[:, Meta.DECIDER] != self.seat)]
+            waiting = everyone[(game.kind >= K.K_GUY) & (game.decider != self.seat)]
             if len(waiting) == 0:
                 return
-            seats = game.meta[waiting, Meta.DECIDER]
+            seats = game.decider[waiting]
             which = self.opponent_of[waiting, seats]
             if (which == 0).any():
                 game.play_random(waiting[which == 0], random_seat, self._random_states)
                 if (which == 0).all():
                     continue
                 waiting, seats, which = waiting[which != 0], seats[which != 0], which[which != 0]
-            kinds = kind[waiting]
+            kinds = game.kind[waiting]
             values = np.zeros(len(waiting), dtype=np.int64)
             jobs = []
             for index in _present(which):

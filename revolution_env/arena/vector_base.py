@@ -25,6 +25,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from revolution_env.engine import kernels as K
 from revolution_env.engine.batched import BatchedGame
 from revolution_env.engine.components import BoardError
 from revolution_env.engine.game import Decision, RulesError, check_seed, make_layout
@@ -121,7 +122,7 @@ class BatchedVectorEnv(VectorEnv):
     def _check(self, actions: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(num_envs,) bool: whether each row's action is legal (a row with nothing to decide passes whatever its
         action), before anything changes a game."""
-        return (kinds == Decision.NONE) | self.mode.legal_many(self.view, actions, self._masks)
+        return (kinds == K.K_NONE) | self.mode.legal_many(self.view, actions, self._masks)
 
     def _decide(self, actions: np.ndarray, kinds: np.ndarray, playing: np.ndarray) -> None:
         """The rows' decisions ``actions`` (``kinds`` their :class:`Decision`) into the games, for the rows of

@@ -33,6 +33,10 @@ from revolution_env.engine.scenario import MODES
 GAME_ROWS = 512
 HISTORY_START = 32  # rounds of history kept per game before the buffer grows
 MAX_GUY_CHOICES = 7  # D12: at most six Guy bids, then a pass
+# The numbers NumPy compares arrays with here as plain ints (as kernels.K_BID): with an IntEnum member it takes a far
+# slower path.
+_OVER = int(Phase.OVER)
+_DECIDED, _MISPLACED, _REFUSED = int(Outcome.DECIDED), int(Outcome.MISPLACED_BID), int(Outcome.REFUSED_CHOICE)
 
 
 def _count_type(most: int) -> type:
@@ -145,6 +149,11 @@ class BatchedGame:
         self._deck_rngs: list[np.random.Generator | None] = [None] * n  # each game's D15 shuffles
         self._shuffles = np.zeros(n, dtype=np.int64)  # shuffles drawn into `deck` so far, per game
         self.state = State(**{name: getattr(self, name) for name in State._fields})
+        self._column = tuple(self.meta[:, column] for column in Meta)  # each column of meta, a view
+        start = np.zeros(len(Meta), dtype=np.int64)  # meta's row of a game about to start
+        start[[Meta.ROUND, Meta.PHASE, Meta.KIND]] = 1, Phase.BIDDING, Decision.BID
+        start[[Meta.GUY_LAST, Meta.SPY_OWNER, Meta.APO_AREA, Meta.APO_SEAT]] = -1
+        self._start_meta = start
         # The story of each game, for export: raw bids and priority per round, and the rare choices per round (-2
         # none, -1 declined or passed, else the engine's choice value).
         self.history = History(
@@ -169,42 +178,42 @@ class BatchedGame:
 
     @property
     def round(self) -> np.ndarray:
-        return self.meta[:, Meta.ROUND]
+        return self._column[Meta.ROUND]
 
     @property
     def phase(self) -> np.ndarray:
         """The :class:`~revolution_env.engine.game.Phase` of each game, as its number."""
-        return self.meta[:, Meta.PHASE]
+        return self._column[Meta.PHASE]
 
     @property
     def kind(self) -> np.ndarray:
         """The pending :class:`Decision` of every game (``NONE`` once over)."""
-        return self.meta[:, Meta.KIND]
+        return self._column[Meta.KIND]
 
     @property
     def decider(self) -> np.ndarray:
         """The seat that makes a pending non-bid decision (meaningless for bids, which every player makes)."""
-        return self.meta[:, Meta.DECIDER]
+        return self._column[Meta.DECIDER]
 
     @property
     def over(self) -> np.ndarray:
-        return self.meta[:, Meta.PHASE] == Phase.OVER
+        return self._column[Meta.PHASE] == _OVER
 
     @property
     def truncated(self) -> np.ndarray:
-        return self.meta[:, Meta.TRUNCATED].astype(bool)
+        return self._column[Meta.TRUNCATED].astype(bool)
 
     @property
     def guy_count(self) -> np.ndarray:
-        return self.meta[:, Meta.GUY_COUNT]
+        return self._column[Meta.GUY_COUNT]
 
     @property
     def guy_last_placer(self) -> np.ndarray:
-        return self.meta[:, Meta.GUY_LAST]
+        return self._column[Meta.GUY_LAST]
 
     @property
     def revealed_round(self) -> np.ndarray:
-        return self.meta[:, Meta.REVEALED_ROUND]
+        return self._column[Meta.REVEALED_ROUND]
 
     # --- starting ----------------------------------------------------------------------------------------------
 
@@ -231,12 +240,7 @@ class BatchedGame:
         self.scheming_gold[g] = 0
         self.final_support[g] = self.final_tokens[g] = self.final_areas[g] = 0
         self.final_win[g] = False
-        meta = np.zeros(len(Meta), dtype=np.int64)
-        meta[Meta.ROUND] = 1
-        meta[Meta.PHASE] = Phase.BIDDING
-        meta[Meta.KIND] = Decision.BID
-        meta[[Meta.GUY_LAST, Meta.SPY_OWNER, Meta.APO_AREA, Meta.APO_SEAT]] = -1
-        self.meta[g] = meta
+        self.meta[g] = self._start_meta
         history = self.history
         history.priority[g] = -1
         for choices in (history.spy, history.apothecary, history.guy, history.remove):
@@ -279,15 +283,15 @@ class BatchedGame:
             raise IllegalAction(f"bids: expected integers of shape {(len(g), L.players, L.n_targets, 3)}")
         if len(g) == 0:
             return
-        if (self.meta[g, Meta.KIND] != Decision.BID).any():
-            bad = int(g[self.meta[g, Meta.KIND] != Decision.BID][0])
-            pending = Decision(int(self.meta[bad, Meta.KIND]))
+        if (self.kind[g] != K.K_BID).any():
+            bad = int(g[self.kind[g] != K.K_BID][0])
+            pending = Decision(int(self.kind[bad]))
             raise IllegalAction(f"game {bad}: no bid is pending (pending: {pending})")
         bids = np.ascontiguousarray(bids, dtype=np.int64)
         bad = K.misplaced_bid(g, bids, self.tokens)
         if bad >= 0:
             raise IllegalAction(f"game {int(g[bad])}: every held token must be placed, and nothing else (D3)")
-        self._grow_history(int(self.meta[g, Meta.ROUND].max()))
+        self._grow_history(int(self.round[g].max()))
         given = coin = np.full(len(g), -1, dtype=np.int64)
         if L.scheming >= 0:
             if priority is not None:  # a replay's priority must agree with the rule (checked before any change)
@@ -301,10 +305,10 @@ class BatchedGame:
                     )
             coin = self.rng.integers(2, size=len(g))  # D9's coin flip, where the rule comes to it
             coin = np.where(given >= 0, given, coin)  # a given priority agrees with the rule: it stands for the coin
-        st, tb, history = self.state, self.tables, self.history
+        st, tb, history = tuple(self.state), tuple(self.tables), tuple(self.history)  # as the kernels take them
 
         def part(lo: int, hi: int) -> None:
-            K.submit_many(K.Bids(g[lo:hi], bids[lo:hi], coin[lo:hi]), st, tb, history)
+            K.submit_many(tuple(K.Bids(g[lo:hi], bids[lo:hi], coin[lo:hi])), st, tb, history)
 
         in_parts(len(g), part, GAME_ROWS)
         if self.layout.card_space >= 0:
@@ -319,19 +323,18 @@ class BatchedGame:
         values = np.asarray(values, dtype=np.int64).reshape(-1)
         if len(values) != len(g):
             raise ValueError(f"values: expected {len(g)} choices, got {len(values)}")
-        kinds = self.meta[g, Meta.KIND].copy()
-        deciders = self.meta[g, Meta.DECIDER].copy()
+        kinds, deciders = self.kind[g], self.decider[g]  # copies
         outcome = np.empty(len(g), dtype=np.int64)
-        st, tb, history = self.state, self.tables, self.history
+        st, tb, history = tuple(self.state), tuple(self.tables), tuple(self.history)  # as the kernels take them
 
         def part(lo: int, hi: int) -> None:
-            K.choose_many(K.Choices(g[lo:hi], values[lo:hi], outcome[lo:hi]), st, tb, history)
+            K.choose_many(tuple(K.Choices(g[lo:hi], values[lo:hi], outcome[lo:hi])), st, tb, history)
 
         in_parts(len(g), part, GAME_ROWS)
         if self.layout.card_space >= 0:
             self._draw_ahead(g)
-        if (outcome != Outcome.DECIDED).any():
-            i = int(np.flatnonzero(outcome != Outcome.DECIDED)[0])
+        if (outcome != _DECIDED).any():
+            i = int(np.flatnonzero(outcome != _DECIDED)[0])
             what = Decision(int(kinds[i]))
             raise IllegalAction(
                 f"game {int(g[i])}: {what} choice {int(values[i])} by seat {int(deciders[i])} is not allowed"
@@ -345,7 +348,7 @@ class BatchedGame:
         cubes = np.zeros((len(g), len(L.spaces), L.seats), dtype=np.bool_)
         guy = np.zeros((len(g), L.n_characters, 2, 2), dtype=np.bool_)
         decline = np.zeros(len(g), dtype=np.bool_)
-        K.options_many(g, self.state, self.tables, cubes, guy, decline)
+        K.options_many(g, tuple(self.state), tuple(self.tables), cubes, guy, decline)
         return cubes, guy, decline
 
     # --- random play (the vector envs' ``random`` opponents) -------------------------------------------------------
@@ -356,19 +359,21 @@ class BatchedGame:
         (``kernels.random_states``, one per game of the batch, advanced in place)."""
         g, s = (np.ascontiguousarray(a, dtype=np.int64) for a in (games, seats))
         out = np.empty((len(g), 1, self.layout.n_targets, 3), dtype=np.int64)
-        K.random_bids_many(g, s, self.tokens, self._random_play(states), out)
+        K.random_bids_many(g, s, self.tokens, tuple(self._random_play(states)), out)
         return out[:, 0]
 
     def play_random(self, games: np.ndarray, random_seat: np.ndarray, states: np.ndarray) -> None:
         """Uniform random choices (``engine.random_play``'s rule) in ``games`` for as long as each waits for a non-bid
         decision of a seat with ``random_seat[game, seat]`` (N, players) true; drawn from the games' generators
         ``states``, recorded for export like :meth:`choose`'s."""
-        g = np.ascontiguousarray(games, dtype=np.int64)
-        rand = self._random_play(states, random_seat)
-        st, tb, history = self.state, self.tables, self.history
+        self._play_random(np.ascontiguousarray(games, dtype=np.int64), self._random_play(states, random_seat))
+
+    def _play_random(self, g: np.ndarray, rand: RandomPlay) -> None:
+        """:meth:`play_random` in games ``g`` (contiguous int64), the random seats' play ``rand`` (checked)."""
+        st, tb, history, plain = tuple(self.state), tuple(self.tables), tuple(self.history), tuple(rand)
 
         def part(games: np.ndarray, lo: int, hi: int) -> int:
-            bad = K.play_random_many(games[lo:hi], st, tb, history, rand)
+            bad = K.play_random_many(games[lo:hi], st, tb, history, plain)
             return lo + bad if bad >= 0 else -1
 
         while len(g):
@@ -378,8 +383,7 @@ class BatchedGame:
             if not rand.one_at_a_time:
                 return
             self._draw_ahead(g)  # one choice per game per call: the deck is refilled between choices
-            kind, seat = self.meta[g, Meta.KIND], self.meta[g, Meta.DECIDER]
-            g = g[(kind >= Decision.GUY) & rand.seats[g, seat]]
+            g = g[(self.kind[g] >= K.K_GUY) & rand.seats[g, self.decider[g]]]
 
     def step(
         self, games: np.ndarray, bids: np.ndarray, values: np.ndarray, random_seat: np.ndarray, states: np.ndarray
@@ -405,12 +409,12 @@ class BatchedGame:
         if len(values) != n:
             raise ValueError(f"values: expected {n} choices, got {len(values)}")
         rand = self._random_play(states, random_seat)
-        kinds = self.meta[g, Meta.KIND]  # a copy
-        waiting = (kinds == Decision.BID) | (kinds >= Decision.GUY)
+        kinds = self.kind[g]  # a copy
+        waiting = (kinds == K.K_BID) | (kinds >= K.K_GUY)
         if not waiting.all():
             bad = int(g[~waiting][0])
             raise IllegalAction(f"game {bad}: no decision is pending")
-        bidding = kinds == Decision.BID
+        bidding = kinds == K.K_BID
         coin = np.zeros(n, dtype=np.int64)
         coin[bidding] = self._coins(g[bidding])
         outcome = np.empty(n, dtype=np.int64)
@@ -418,9 +422,8 @@ class BatchedGame:
         in_parts(n, lambda lo, hi: run(g[lo:hi], bids[lo:hi], values[lo:hi], coin[lo:hi], outcome[lo:hi]), GAME_ROWS)
         if L.card_space >= 0:  # the first edition: its random choices one at a time, the deck refilled between them
             self._draw_ahead(g)
-            kind, seat = self.meta[g, Meta.KIND], self.meta[g, Meta.DECIDER]
-            choosing = (outcome == Outcome.DECIDED) & (kind >= Decision.GUY) & rand.seats[g, seat]
-            self.play_random(g[choosing], rand.seats, states)
+            choosing = (outcome == _DECIDED) & (self.kind[g] >= K.K_GUY) & rand.seats[g, self.decider[g]]
+            self._play_random(g[choosing], rand)
         self._refused(g, outcome, kinds, values)
 
     def step_parts(
@@ -453,7 +456,7 @@ class BatchedGame:
         after growing the history for their round."""
         if len(games) == 0:
             return np.zeros(0, dtype=np.int64)
-        self._grow_history(int(self.meta[games, Meta.ROUND].max()))
+        self._grow_history(int(self.round[games].max()))
         if self.layout.scheming < 0:
             return np.zeros(len(games), dtype=np.int64)
         return self.rng.integers(2, size=len(games))
@@ -461,21 +464,21 @@ class BatchedGame:
     def _stepper(self, rand: RandomPlay) -> Callable[..., None]:
         """``run(games, bids, values, coin, outcome)``: the compiled step of ``games`` (one part), the random seats'
         play ``rand``'s."""
-        st, tb, history = self.state, self.tables, self.history
+        st, tb, history, plain = tuple(self.state), tuple(self.tables), tuple(self.history), tuple(rand)
 
         def run(g: np.ndarray, bids: np.ndarray, values: np.ndarray, coin: np.ndarray, outcome: np.ndarray) -> None:
-            K.step_many(K.Step(g, bids, values, coin, outcome), st, tb, history, rand)
+            K.step_many(tuple(K.Step(g, bids, values, coin, outcome)), st, tb, history, plain)
 
         return run
 
     def _refused(self, g: np.ndarray, outcome: np.ndarray, kinds: np.ndarray, values: np.ndarray) -> None:
         """The error of the first of ``g`` not decided (``outcome``), if any."""
-        failed = np.flatnonzero(outcome != Outcome.DECIDED)
+        failed = np.flatnonzero(outcome != _DECIDED)
         if len(failed):
             i = int(failed[0])
-            if outcome[i] == Outcome.MISPLACED_BID:
+            if outcome[i] == _MISPLACED:
                 raise IllegalAction(f"game {int(g[i])}: every held token must be placed, and nothing else (D3)")
-            if outcome[i] == Outcome.REFUSED_CHOICE:
+            if outcome[i] == _REFUSED:
                 what = Decision(int(kinds[i]))
                 raise IllegalAction(f"game {int(g[i])}: {what} choice {int(values[i])} is not allowed")
             raise RuntimeError(f"game {int(g[i])}: a random choice was refused by the engine")
@@ -521,7 +524,7 @@ class BatchedGame:
         """Everything :meth:`export` and :meth:`state_dict` need about ``games``, copied in one go (so that the
         games may be reset and the records turned into JSON later)."""
         g = np.asarray(games, dtype=np.int64).reshape(-1)
-        played = int(self.meta[g, Meta.ROUND].max()) if len(g) else 0
+        played = int(self.round[g].max()) if len(g) else 0
         return GameRecords(
             layout=self.layout,
             seeds=self.seeds[g].copy(),

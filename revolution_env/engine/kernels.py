@@ -16,15 +16,19 @@ export), :class:`Work` (a call's work arrays), :class:`RandomPlay` (the random s
 decisions of a call (:class:`Bids`, :class:`Choices`, :class:`Step`). A game's integer record ``State.meta`` has the
 columns of :class:`Meta`, the layout's numbers ``Tables.cfg`` the entries of :class:`Cfg`.
 
-The entry points (``*_many``) borrow the records (``common.jit.borrowed``): Numba counts a reference, atomically,
-each time it binds an array to a name or passes one on, and those counts are much of the compiled time of a step
-where they are kept. An entry point that steps games allocates its work arrays (:func:`scratch`) and hands them to
-its loop over the games (``*_all``), which, with every rule it calls, is compiled without reference counting
-(``jit(refcounts=False)``): a borrowed array skips the atomic count but not the runtime's two calls per binding,
-some 250 a game through :func:`advance`, and the loops are faster without them (``git log`` of this file has the
-measurements). The functions inside take a game index ``g`` and the records they use; the small ones called from
-one place are inlined (``@jit(inline=True)``), and :func:`advance`, the largest, is called, not inlined, since every
-inlined copy of it is compiled again.
+The entry points (``*_many``), called from Python, take the records as plain tuples (``tuple(record)``) and name
+them again: Numba reads the types of a call's arguments from Python quickly for plain tuples, slowly for named ones.
+They borrow them (``common.jit.borrowed``): Numba counts a reference, atomically, each time it binds an array to a
+name or passes one on, and those counts are much of the compiled time of a step where they are kept. An entry point
+that steps games allocates its work arrays (:func:`scratch`) and hands them to its loop over the games
+(``*_all``), which, with every rule it calls, is compiled without reference counting (``jit(refcounts=False)``): a
+borrowed array skips the atomic count but not the runtime's two calls per binding, some 250 a game through
+:func:`advance`, and the loops are faster without them (``git log`` of this file has the measurements). The
+functions inside take a game index ``g`` and the records they use; the small ones called from one place are inlined
+(``@jit(inline=True)``), and those called from several, :func:`advance`, :func:`cube_targets` and the Scheming
+phase's, are called, not inlined, since every inlined copy of them is compiled again. A call passes every array of
+every record it is given, one by one: those called many times a game take a smaller record of what they read
+(:class:`Board`, :class:`Scheming`), which is faster.
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ from revolution_env.engine.game import (
 
 NONE = Decision.NONE  # no decision pending: the rules run on, or the game is over
 
-# Plain-int copies of the decisions and token types for the compiled heuristic bots (``agents.compiled``).
+# Plain-int copies of the decisions and token types: for NumPy, which compares an array with an IntEnum member by a
+# far slower path than with an int, and for the compiled heuristic bots (``agents.compiled``).
 K_NONE, K_BID, K_GUY, K_SPY = int(NONE), int(BID), int(GUY), int(SPY)
 K_APO1, K_APO2, K_REMOVE = int(APOTHECARY_FIRST), int(APOTHECARY_SECOND), int(REMOVE)
 FORCE, BLACKMAIL, GOLD = int(Token.FORCE), int(Token.BLACKMAIL), int(Token.GOLD)
@@ -172,6 +177,30 @@ class Work(NamedTuple):
     tally: np.ndarray  # (A + S,): room for :func:`cube_targets` to count in
 
 
+class Board(NamedTuple):
+    """What the cube decisions' options read (:func:`cube_targets`), picked from a State and its Tables
+    (:func:`board`)."""
+
+    cubes: np.ndarray
+    supply: np.ndarray
+    meta: np.ndarray
+    cfg: np.ndarray
+    spaces: np.ndarray
+
+
+class Scheming(NamedTuple):
+    """What the Scheming phase's rules read and write (:func:`guy_options`, :func:`next_guy_turn`,
+    :func:`place_guy`, :func:`end_scheming`), picked from a State and its Tables (:func:`scheming`)."""
+
+    tokens: np.ndarray
+    bank: np.ndarray
+    bids: np.ndarray
+    revealed: np.ndarray
+    meta: np.ndarray
+    cfg: np.ndarray
+    legal: np.ndarray
+
+
 class RandomPlay(NamedTuple):
     """The seats that play at random (``engine.random_play``'s rule) and what they draw from."""
 
@@ -224,16 +253,28 @@ def scratch(cfg):
     )
 
 
+@jit(inline=True)
+def board(st, tb):
+    """The :class:`Board` of ``st`` and ``tb``."""
+    return Board(st.cubes, st.supply, st.meta, tb.cfg, tb.spaces)
+
+
+@jit(inline=True)
+def scheming(st, tb):
+    """The :class:`Scheming` of ``st`` and ``tb``."""
+    return Scheming(st.tokens, st.bank, st.bids, st.revealed, st.meta, tb.cfg, tb.legal)
+
+
 # --- the options of a decision -----------------------------------------------------------------------------------
 
 
 @jit(refcounts=False)
-def cube_targets(g, kind, st, tb, out, tally):
+def cube_targets(g, kind, b, out, tally):
     """(A, S) bool into ``out``: the cubes a ``kind`` decision (Spy, Apothecary, Remove) may pick now (D4, D5, the
     Remove card of docs/rules.md §7), as ``Game.cube_targets``. ``tally`` (at least A + S int64): room to count in.
     Returns how many there are. One pass over the cubes (two for the Apothecary's first pick, whose rule counts them
     first), without branches on them, which a branch predictor would miss as often as not."""
-    cubes, supply, meta, cfg, spaces = st.cubes, st.supply, st.meta, tb.cfg, tb.spaces
+    cubes, supply, meta, cfg, spaces = b.cubes, b.supply, b.meta, b.cfg, b.spaces  # b: a Board
     A, S = cfg[Cfg.AREAS], cfg[Cfg.SEATS]
     acb = cfg[Cfg.AREA_CONTROL_BONUS]
     # the seat whose cubes are out of reach (the Spy's owner, the Apothecary's first pick, the Remove card's drawer)
@@ -281,11 +322,11 @@ def cube_targets(g, kind, st, tb, out, tally):
 
 
 @jit(refcounts=False)
-def guy_options(g, st, tb, ok, beat):
+def guy_options(g, sch, ok, beat):
     """Guy's legal placements (D10, D11 revised), as ``Game._guy_options``: ``ok`` (C, 2, 2) over (character,
-    answered player, tie/beat) and the beats' tokens ``beat`` (C, 2, 3), by the rule of ``engine.game.guy_beats``.
-    Returns how many."""
-    tokens, bids, cfg, legal = st.tokens, st.bids, tb.cfg, tb.legal
+    answered player, tie/beat) and the beats' tokens ``beat`` (C, 2, 3), by the rule of ``engine.game.guy_beats``
+    (``sch``: a :class:`Scheming`). Returns how many."""
+    tokens, bids, cfg, legal = sch.tokens, sch.bids, sch.cfg, sch.legal
     puppet = cfg[Cfg.PUPPET]
     n = 0
     for c in range(cfg[Cfg.CHARS]):
@@ -433,21 +474,21 @@ def start_scheming(g, coin, st, tb, hist, work):
     meta[g, Meta.GUY_FIRST] = first
     meta[g, Meta.GUY_COUNT] = 0
     meta[g, Meta.GUY_LAST] = -1
-    next_guy_turn(g, st, tb, work)
+    next_guy_turn(g, scheming(st, tb), work)
 
 
 @jit(refcounts=False)
-def next_guy_turn(g, st, tb, work):
+def next_guy_turn(g, sch, work):
     """Guy's next bid, asked of the players in turn from the first placer, as ``Game._next_guy_turn``; the phase
     ends after six bids, with Guy's tokens spent, or where the player to act cannot place (D12)."""
-    tokens, meta, cfg = st.tokens, st.meta, tb.cfg
+    tokens, meta, cfg = sch.tokens, sch.meta, sch.cfg
     puppet = cfg[Cfg.PUPPET]
     held = tokens[g, puppet, 0] + tokens[g, puppet, 1] + tokens[g, puppet, 2]
     if meta[g, Meta.GUY_COUNT] >= 6 or held == 0:  # D12
-        end_scheming(g, st, tb)
+        end_scheming(g, sch)
         return
-    if guy_options(g, st, tb, work.placements, work.beats) == 0:  # the player to act cannot place
-        end_scheming(g, st, tb)
+    if guy_options(g, sch, work.placements, work.beats) == 0:  # the player to act cannot place
+        end_scheming(g, sch)
         return
     first = meta[g, Meta.GUY_FIRST]
     meta[g, Meta.KIND] = GUY
@@ -455,17 +496,17 @@ def next_guy_turn(g, st, tb, work):
 
 
 @jit(refcounts=False)
-def place_guy(g, value, st, tb, work):
+def place_guy(g, value, sch, work):
     """One Guy bid, as ``Game._place_guy``: ``value`` is ``(character * 2 + answered_seat) * 2 + mode`` (a tie
     copies the answered bid, a beat adds one token: D11). Returns False (and changes nothing) if it is not
     offered."""
-    tokens, bids, revealed, meta, cfg = st.tokens, st.bids, st.revealed, st.meta, tb.cfg
+    tokens, bids, revealed, meta, cfg = sch.tokens, sch.bids, sch.revealed, sch.meta, sch.cfg
     c, answered, mode = value // 4, (value // 2) % 2, value % 2
     if c >= cfg[Cfg.CHARS]:
         return False
     puppet = cfg[Cfg.PUPPET]
     ok, beat = work.placements, work.beats
-    guy_options(g, st, tb, ok, beat)
+    guy_options(g, sch, ok, beat)
     if not ok[c, answered, mode]:
         return False
     for t in range(3):
@@ -476,15 +517,15 @@ def place_guy(g, value, st, tb, work):
     meta[g, Meta.GUY_COUNT] += 1
     meta[g, Meta.GUY_LAST] = meta[g, Meta.DECIDER]
     meta[g, Meta.KIND] = NONE
-    next_guy_turn(g, st, tb, work)
+    next_guy_turn(g, sch, work)
     return True
 
 
 @jit(inline=True)
-def end_scheming(g, st, tb):
+def end_scheming(g, sch):
     """The end of the Scheming phase, as ``Game._end_scheming``: Guy's unplaced tokens go to the bank."""
-    tokens, bank, meta = st.tokens, st.bank, st.meta
-    puppet = tb.cfg[Cfg.PUPPET]
+    tokens, bank, meta = sch.tokens, sch.bank, sch.meta
+    puppet = sch.cfg[Cfg.PUPPET]
     for t in range(3):
         bank[g, t] += tokens[g, puppet, t]
         tokens[g, puppet, t] = 0
@@ -567,11 +608,12 @@ def resolve_character(g, c, st, tb, work):
     area = tb.char_area[c]
     if area >= 0:
         place_cube(g, w, area, st, tb)
-    kind = SPY if c == cfg[Cfg.SPY] else (APOTHECARY_FIRST if c == cfg[Cfg.APOTHECARY] else NONE)
+    # the decision as its number (``.value``), of the type of the kinds read from ``meta``: cube_targets compiled once
+    kind = SPY.value if c == cfg[Cfg.SPY] else (APOTHECARY_FIRST.value if c == cfg[Cfg.APOTHECARY] else NONE.value)
     if kind != NONE:
         if kind == SPY:
             meta[g, Meta.SPY_OWNER] = w
-        if cube_targets(g, kind, st, tb, work.picks, work.tally) > 0:
+        if cube_targets(g, kind, board(st, tb), work.picks, work.tally) > 0:
             meta[g, Meta.KIND] = kind
             # Guy's Spy and Apothecary: decided by whoever placed his last bid this round (docs/rules.md §6)
             meta[g, Meta.DECIDER] = meta[g, Meta.GUY_LAST] if w == cfg[Cfg.PUPPET] else w
@@ -671,7 +713,8 @@ def draw_cards(g, st, tb, work):
         pay(g, seat, tb.card_tokens[card], st)
         if tb.card_remove[card]:  # compulsory where an opponent's cube can be removed, else nothing to ask
             meta[g, Meta.DECIDER] = seat
-            if cube_targets(g, REMOVE, st, tb, work.picks, work.tally) > 0:
+            # REMOVE.value: the decision as its number, as in resolve_character
+            if cube_targets(g, REMOVE.value, board(st, tb), work.picks, work.tally) > 0:
                 meta[g, Meta.KIND] = REMOVE
 
 
@@ -812,20 +855,20 @@ def choose(g, value, st, tb, work, checked=False):
         if not can_decline(g, st):
             return False
         if kind == GUY:
-            end_scheming(g, st, tb)
+            end_scheming(g, scheming(st, tb))
         meta[g, Meta.KIND] = NONE
         meta[g, Meta.APO_AREA] = -1
         meta[g, Meta.APO_SEAT] = -1
         return True
     if kind == GUY:
-        return place_guy(g, value, st, tb, work)
+        return place_guy(g, value, scheming(st, tb), work)
     area = value // S
     seat = value % S
     if area >= cfg[Cfg.AREAS]:
         return False
     if not checked:
         ok = work.picks
-        cube_targets(g, kind, st, tb, ok, work.tally)
+        cube_targets(g, kind, board(st, tb), ok, work.tally)
         if not ok[area, seat]:
             return False
     apply_cube_choice(g, kind, area, seat, st)
@@ -838,9 +881,9 @@ def choose(g, value, st, tb, work, checked=False):
 @jit
 def submit_many(d, st, tb, hist):
     """:func:`submit_bids` for each game of :class:`Bids` ``d``, whose bids are already checked to place exactly
-    the held tokens (D3)."""
-    st, tb, hist = borrowed(st), borrowed(tb), borrowed(hist)
-    submit_all(d, st, tb, hist, scratch(tb.cfg))
+    the held tokens (D3). The records as plain tuples (the module's docstring says why)."""
+    st, tb, hist = State(*borrowed(st)), Tables(*borrowed(tb)), History(*borrowed(hist))
+    submit_all(Bids(*d), st, tb, hist, scratch(tb.cfg))
 
 
 @jit(refcounts=False)
@@ -889,9 +932,10 @@ def misplaced_seat(g, i, p, raw, tokens):
 @jit
 def choose_many(d, st, tb, hist):
     """:func:`choose` for each game of :class:`Choices` ``d``, each choice made recorded for export
-    (:func:`record_choice`) and followed by the rules; ``d.outcome[i]``: whether it was allowed."""
-    st, tb, hist = borrowed(st), borrowed(tb), borrowed(hist)
-    choose_all(d, st, tb, hist, scratch(tb.cfg))
+    (:func:`record_choice`) and followed by the rules; ``d.outcome[i]``: whether it was allowed. The records as plain
+    tuples."""
+    st, tb, hist = State(*borrowed(st)), Tables(*borrowed(tb)), History(*borrowed(hist))
+    choose_all(Choices(*d), st, tb, hist, scratch(tb.cfg))
 
 
 @jit(refcounts=False)
@@ -912,17 +956,18 @@ def choose_all(d, st, tb, hist, work):
 @jit
 def options_many(games, st, tb, cube_out, guy_out, decline_out):
     """The legal choices of each game's pending non-bid decision: cubes (n, A, S) (:func:`cube_targets`), Guy
-    placements (n, C, 2, 2) (:func:`guy_options`), whether declining is allowed (n,) (:func:`can_decline`)."""
-    st, tb = borrowed(st), borrowed(tb)
+    placements (n, C, 2, 2) (:func:`guy_options`), whether declining is allowed (n,) (:func:`can_decline`). The
+    records as plain tuples."""
+    st, tb = State(*borrowed(st)), Tables(*borrowed(tb))
     work = scratch(tb.cfg)
     for i in range(len(games)):
         g = games[i]
         kind = st.meta[g, Meta.KIND]
         decline_out[i] = can_decline(g, st)
         if kind == GUY:
-            guy_options(g, st, tb, guy_out[i], work.beats)
+            guy_options(g, scheming(st, tb), guy_out[i], work.beats)
         elif kind >= SPY:
-            cube_targets(g, kind, st, tb, cube_out[i], work.tally)
+            cube_targets(g, kind, board(st, tb), cube_out[i], work.tally)
 
 
 @jit(inline=True)
@@ -976,9 +1021,9 @@ def _below(states, g, m):
 @jit
 def random_bids_many(games, seats, tokens, rand, out):
     """Random bids: each token that seat ``seats[i]`` of game ``games[i]`` holds (``tokens`` (N, S, 3)) to a uniform
-    legal target of its type (:class:`RandomPlay` ``rand``'s), counted into ``out[i, 0]`` ((n, 1, T, 3), zeroed
-    here)."""
-    out = borrowed(out)  # the caller's, for the whole call
+    legal target of its type (:class:`RandomPlay` ``rand``'s, a plain tuple), counted into ``out[i, 0]`` ((n, 1, T,
+    3), zeroed here)."""
+    rand, out = RandomPlay(*borrowed(rand)), borrowed(out)  # the caller's, for the whole call
     for i in range(len(games)):
         random_bid(games[i], seats[i], tokens, rand, out[i, 0])
 
@@ -1001,9 +1046,9 @@ def play_random_many(games, st, tb, hist, rand):
     with ``rand.seats[g, seat]``, a uniform draw over its legal options, declining counted as one more where it is
     allowed (the order of ``random_play.random_choice``), made, recorded for export and followed by the rules; at most
     one per game with ``rand.one_at_a_time``. Returns the index of a game whose drawn choice the engine refused
-    (never expected), or -1."""
-    st, tb, hist = borrowed(st), borrowed(tb), borrowed(hist)
-    return play_random_all(games, st, tb, hist, rand, scratch(tb.cfg))
+    (never expected), or -1. The records as plain tuples."""
+    st, tb, hist = State(*borrowed(st)), Tables(*borrowed(tb)), History(*borrowed(hist))
+    return play_random_all(games, st, tb, hist, RandomPlay(*borrowed(rand)), scratch(tb.cfg))
 
 
 @jit(refcounts=False)
@@ -1024,9 +1069,9 @@ def play_random_game(g, st, tb, hist, rand, work):
     while meta[g, Meta.KIND] >= GUY and rand.seats[g, meta[g, Meta.DECIDER]]:
         kind = meta[g, Meta.KIND]
         if kind == GUY:
-            n = guy_options(g, st, tb, guy, work.beats)
+            n = guy_options(g, scheming(st, tb), guy, work.beats)
         else:
-            n = cube_targets(g, kind, st, tb, cube, work.tally)
+            n = cube_targets(g, kind, board(st, tb), cube, work.tally)
         k = _below(rand.states, g, n + can_decline(g, st))
         value = -1
         if k < n:  # the k-th option, in the order of np.argwhere
@@ -1065,10 +1110,11 @@ def step_many(d, st, tb, hist, rand):
     the rows of the seats with ``rand.seats[g, seat]`` drawn here (:func:`random_bids_many`'s rule), checked (D3) and
     submitted (:func:`submit_bids`); where it waits for a non-bid decision, the choice ``d.values[i]``
     (:func:`choose`), recorded for export. Then, unless ``rand.one_at_a_time``, the random seats' non-bid decisions
-    (:func:`play_random_many`'s rule) until another seat decides or the game ends. ``d.outcome[i]``: an :class:`Outcome`, DECIDED or why the game was left as it was (the bids
-    misplaced, the choice not allowed) or stopped (a random choice refused: never expected)."""
-    st, tb, hist = borrowed(st), borrowed(tb), borrowed(hist)
-    step_all(d, st, tb, hist, rand, scratch(tb.cfg))
+    (:func:`play_random_many`'s rule) until another seat decides or the game ends. ``d.outcome[i]``: an
+    :class:`Outcome`, DECIDED or why the game was left as it was (the bids misplaced, the choice not allowed) or
+    stopped (a random choice refused: never expected). The records as plain tuples."""
+    st, tb, hist = State(*borrowed(st)), Tables(*borrowed(tb)), History(*borrowed(hist))
+    step_all(Step(*d), st, tb, hist, RandomPlay(*borrowed(rand)), scratch(tb.cfg))
 
 
 @jit(refcounts=False)

@@ -27,9 +27,22 @@ from revolution_env.engine.game import (
     GUY,
     OVER,
     SPY,
-    Decision,
 )
-from revolution_env.engine.kernels import NONE, Cfg, Meta, can_decline, cube_targets, guy_options, scratch
+from revolution_env.engine.kernels import (
+    K_BID,
+    K_NONE,
+    NONE,
+    Cfg,
+    Meta,
+    State,
+    Tables,
+    board,
+    can_decline,
+    cube_targets,
+    guy_options,
+    scheming,
+    scratch,
+)
 from revolution_env.env.encoding import Codec
 from revolution_env.env.observation import ObservationLayout
 
@@ -129,9 +142,9 @@ class BatchedView:
 
     def kinds(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray) -> np.ndarray:
         """The :class:`Decision` each seat faces (bids: every player; other decisions: the decider only)."""
-        kind = game.meta[games, Meta.KIND]
-        mine = (kind == BID) | (game.meta[games, Meta.DECIDER] == seats)
-        return np.where(mine, kind, int(Decision.NONE))
+        kind = game.kind[games]
+        mine = (kind == K_BID) | (game.decider[games] == seats)  # plain ints: NumPy is slower with IntEnum members
+        return np.where(mine, kind, K_NONE)
 
     # --- observations and masks --------------------------------------------------------------------------------
 
@@ -175,12 +188,13 @@ class BatchedView:
         sum(nvec)) bool) of the rows ``lo:hi`` of ``games`` and ``seats`` (contiguous int64), each None where not
         wanted, facing ``kinds``; with ``fresh``, facing the decisions they face when the part runs (:meth:`kinds`,
         written into ``kinds``), for a caller that changes the games in the same part first."""
-        st, tb, view = game.state, game.tables, self.tables
+        st, tb, view = tuple(game.state), tuple(game.tables), tuple(self.tables)  # as the loops take them
 
         def part(lo: int, hi: int) -> None:
             rows = Rows(games[lo:hi], seats[lo:hi], kinds[lo:hi])
             if fresh:
                 rows.kinds[:] = self.kinds(game, rows.games, rows.seats)
+            rows = tuple(rows)  # as the loops take it
             if obs is not None:
                 observe_many(rows, st, tb, view, obs[lo:hi])
             if masks is not None:
@@ -202,7 +216,7 @@ class BatchedView:
         if a.ndim != 2 or a.shape[1] != len(c.nvec) or a.dtype.kind not in "iu":
             raise ValueError(f"actions: expected integers of shape (num_envs, {len(c.nvec)}), got {a.shape}")
         ok = np.zeros(len(a), dtype=bool)
-        legal_many(np.ascontiguousarray(a, dtype=np.int64), read_only(masks), self.tables, ok)
+        legal_many(np.ascontiguousarray(a, dtype=np.int64), read_only(masks), tuple(self.tables), ok)
         return ok
 
     def bid_counts(self, actions: np.ndarray, held: np.ndarray) -> np.ndarray:
@@ -222,7 +236,7 @@ class BatchedView:
             raise ValueError(f"out: {self._bids_expected()}")
         if len(rows) and (rows.min() < 0 or rows.max() >= len(out) or seats.min() < 0 or seats.max() >= out.shape[1]):
             raise ValueError("rows, seats: outside out")
-        bid_counts_many(actions, held, rows, seats, self.tables, out)
+        bid_counts_many(actions, held, rows, seats, tuple(self.tables), out)
 
     def decider(
         self,
@@ -257,11 +271,11 @@ class BatchedView:
             raise ValueError("decide: games or seats outside bids")
         ok = np.empty(n, dtype=bool)
         masks = read_only(masks)
-        view = self.tables
+        view = tuple(self.tables)  # as the loops take it
 
         def part(lo: int, hi: int) -> None:
-            rows = Rows(games[lo:hi], seats[lo:hi], kinds[lo:hi])
-            decide_many(actions[lo:hi], masks[lo:hi], rows, tokens, view, Decided(ok[lo:hi], bids, values))
+            rows, out = Rows(games[lo:hi], seats[lo:hi], kinds[lo:hi]), Decided(ok[lo:hi], bids, values)
+            decide_many(actions[lo:hi], masks[lo:hi], tuple(rows), tokens, view, tuple(out))
 
         return ok, part
 
@@ -291,8 +305,10 @@ class BatchedView:
 def observe_many(rows, st, tb, view, out):
     """``ObservationLayout.build`` for each of ``rows`` (:class:`Rows`), into the rows of ``out`` (each zeroed here
     first: in the cache and in the parts side by side, where a zeroed array is a pass of its own), from the games'
-    ``st`` and ``tb`` (``engine.kernels.State``, ``Tables``) and the view's :class:`ViewTables` ``view``."""
-    st, tb, view, out = borrowed(st), borrowed(tb), borrowed(view), borrowed(out)  # the caller's, for the whole call
+    ``st`` and ``tb`` (``engine.kernels.State``, ``Tables``) and the view's :class:`ViewTables` ``view``, the records
+    as plain tuples (``engine.kernels`` says why)."""
+    rows, st, tb = Rows(*rows), State(*borrowed(st)), Tables(*borrowed(tb))
+    view, out = ViewTables(*borrowed(view)), borrowed(out)  # the caller's, for the whole call
     tokens, support, cubes, supply, bank, revealed = st.tokens, st.support, st.cubes, st.supply, st.bank, st.revealed
     winners, scheming_gold, meta, final_support = st.winners, st.scheming_gold, st.meta, st.final_support
     deck, drawn = st.deck, st.drawn
@@ -375,8 +391,9 @@ def masks_many(rows, st, tb, view, out):
     Dimension 0 allows only 0, but for a non-bid decision: declining where allowed, then the engine's options in the
     seat's relative terms (Guy's placements over (character, answered seat with the seat's own first, tie/beat);
     cubes over (area, relative seat)). A token dimension allows its type's legal targets where the seat bids now and
-    holds that token, else only 0."""
-    st, tb, view, out = borrowed(st), borrowed(tb), borrowed(view), borrowed(out)  # the caller's, for the whole call
+    holds that token, else only 0. The records as plain tuples."""
+    rows, st, tb = Rows(*rows), State(*borrowed(st)), Tables(*borrowed(tb))
+    view, out = ViewTables(*borrowed(view)), borrowed(out)  # the caller's, for the whole call
     tokens, cfg, legal, perm = st.tokens, tb.cfg, tb.legal, view.perm
     S, A, n_chars, T = cfg[Cfg.SEATS], cfg[Cfg.AREAS], cfg[Cfg.CHARS], cfg[Cfg.TARGETS]
     work = scratch(cfg)  # the engine's work arrays for its cube and Guy options
@@ -401,7 +418,7 @@ def masks_many(rows, st, tb, view, out):
         if kind == GUY:
             m[0] = can_decline(g, st)
             guy[:] = False
-            guy_options(g, st, tb, guy, work.beats)
+            guy_options(g, scheming(st, tb), guy, work.beats)
             for c in range(n_chars):
                 for p in range(2):
                     answered = 1 - p if seat == 1 else p
@@ -410,7 +427,7 @@ def masks_many(rows, st, tb, view, out):
         elif kind >= SPY:
             m[0] = can_decline(g, st)
             cube[:] = False
-            cube_targets(g, kind, st, tb, cube, work.tally)
+            cube_targets(g, kind, board(st, tb), cube, work.tally)
             for a in range(A):
                 for r in range(S):
                     m[1 + a * S + r] = cube[a, perm[seat, r]]
@@ -431,8 +448,9 @@ def mask_tokens(m, first, count, held, by_type, t):
 
 @jit
 def legal_many(actions, masks, view, ok):
-    """Whether each action row satisfies its mask row, dimension by dimension (values outside a dimension fail)."""
-    view = borrowed(view)
+    """Whether each action row satisfies its mask row, dimension by dimension (values outside a dimension fail);
+    ``view``: :class:`ViewTables` as a plain tuple."""
+    view = ViewTables(*borrowed(view))
     for i in range(actions.shape[0]):
         ok[i] = legal_row(actions, masks, i, view)
 
@@ -450,8 +468,9 @@ def legal_row(actions, masks, i, view):
 
 @jit
 def bid_counts_many(actions, held, rows, seats, view, out):
-    """Each bid action's tokens counted per target and type into ``out[rows[i], seats[i]]`` (:func:`count_bid`)."""
-    view, out = borrowed(view), borrowed(out)  # the caller's, for the whole call
+    """Each bid action's tokens counted per target and type into ``out[rows[i], seats[i]]`` (:func:`count_bid`);
+    ``view``: :class:`ViewTables` as a plain tuple."""
+    view, out = ViewTables(*borrowed(view)), borrowed(out)  # the caller's, for the whole call
     for i in range(actions.shape[0]):
         count_bid(actions, i, held[i], view, out[rows[i], seats[i]])
 
@@ -481,8 +500,8 @@ def decide_many(actions, masks, rows, tokens, view, out):
     satisfies its mask (as :func:`legal_many`; a row with nothing to decide, ``rows.kinds[i]`` NONE, passes whatever
     its action); then, where it does, a bid counted into ``out.bids[games[i], seats[i]]`` (T, 3) (as
     :func:`bid_counts_many`, the tokens the seat holds in ``tokens``), a choice as the engine's value into
-    ``out.values[games[i]]`` (as :func:`engine_choice`: -1 declines; absolute seats)."""
-    view, out = borrowed(view), borrowed(out)  # the caller's, for the whole call
+    ``out.values[games[i]]`` (as :func:`engine_choice`: -1 declines; absolute seats). The records as plain tuples."""
+    rows, view, out = Rows(*rows), ViewTables(*borrowed(view)), Decided(*borrowed(out))  # the caller's, for the call
     ok, bids, values = out.ok, out.bids, out.values
     for i in range(actions.shape[0]):
         kind = rows.kinds[i]
