@@ -13,9 +13,9 @@ wrapper nor sb3-contrib hands the observations' masks to MaskablePPO, and SuperS
 games (the module's docstring names both defects).
 Before and after training, the model plays seat after seat against ``random`` bots (``SB3ModelAgent``).
 
-Measured (default arguments, 2 CPU cores, 2026-11-24): 301,056 sub-env steps (100,352 steps of the 4 games, every
-seat learning) in 794 s; win rate against two random bots over 200 games 0.26 before, 0.91 after (chance 0.33).
-That run seeded torch only; the games are seeded too since (``seed=0``), so a rerun gives a close figure.
+What it reaches (default arguments, 301,056 sub-env steps, 100,352 steps of the 4 games, every seat learning): a
+win rate against two random bots over 200 games from 0.26 to 0.91 (chance 0.33). That run seeded torch only; the
+games are seeded too since (``seed=0``), so a rerun gives a close figure. Its time is in docs/interop.md.
 """
 
 from __future__ import annotations

@@ -198,10 +198,10 @@ def batched_sampler(env, seed: int = 0):
     """Uniform legal actions for every game at once, from the masks: a token dimension whose mask allows more than
     target 0 (a token the seat holds, while it bids) takes a uniform legal target of its type (the rows of one token
     type share one legal set), dimension 0 a uniform allowed choice where the decision has one. The cheapest NumPy
-    draw measured here (3.1 -> 1.4 ms for 4,096 rows): a float only for each held token (a twentieth of the rows'
+    draw measured here (``docs/experiments.md``, "Speed"): a float only for each held token (a twentieth of the rows'
     token dimensions), gathered from a flat table of the types' legal targets, and scattered into zeros; the rows
     with a choice read from the step's ``info["decision"]``, as a policy reads its infos, where it is given (a
-    strided ``any`` over the masks took 0.3 of the 1.3 ms)."""
+    strided ``any`` over the masks costs a fifth of the draw)."""
     from revolution_env.engine import BID
 
     c = env.codec
@@ -234,7 +234,7 @@ def batched_sampler(env, seed: int = 0):
             choosing = np.flatnonzero(masks[:, 1 : c.C].any(1))
         else:  # a non-bid decision (Guy, Spy, Apothecary, Remove) always offers an option
             choosing = np.flatnonzero(decisions > int(BID))
-        if len(choosing):  # noise in float32, half float64's bytes (0.31 -> 0.23 ms for 1,500 rows)
+        if len(choosing):  # noise in float32: half float64's bytes, so faster
             score = rng.random((len(choosing), c.C), dtype=np.float32)
             score += masks[choosing, : c.C]
             out[choosing, 0] = score.argmax(1)
@@ -385,7 +385,7 @@ RANDOM_LEAGUE = {"heuristics": ["random"], "p_latest": 0.0, "p_past": 0.0, "p_he
 
 def default_training(steps: int, one_core: bool = False, **overrides) -> dict[str, float]:
     """Train configs/default.yaml (with ``overrides``) for ``steps`` learner steps in a scratch folder, evaluations
-    and the imitation before PPO off (the imitation is a fixed cost, about 20 s, not a rate): PPO's learner steps/s
+    and the imitation before PPO off (the imitation is a fixed cost, not a rate): PPO's learner steps/s
     while it trains (from ``learn()`` to the last save, the run's own figure) and the seconds of the rest of
     ``train()`` (start-up: imports, the league, the model; tear-down). ``one_core``: PPO's updates and the
     opponents on one thread, so that the run's seconds are its work."""

@@ -17,8 +17,8 @@ does not exist or a malformed weight). A deterministic policy in a game of secre
 outbid (``revolution exploit`` beats the shipped two-player bot in every game); drawing the agent of every decision
 anew gives a best response a distribution over whole bids to answer, not one bid it can predict. The agents of this repository keep no state between decisions,
 so any of them can take over at any decision. That does not make two strategies mix well: the two-player bot
-mixed with ``value`` (0.8, 0.2) won 46% against ``value`` where the bot alone wins 84%, and a best response still
-beat the mixture 98% (README, "Results").
+mixed with ``value`` (0.8, 0.2) won less often against ``value`` than the bot alone, and a best response still
+beat the mixture nearly always (``docs/experiments.md``, "Mixing with value").
 """
 
 from __future__ import annotations
