@@ -27,7 +27,7 @@ from revolution_env.env import (
     split_mask,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one version: pyproject.toml reads it from here (setuptools, without importing)
 
 
 def vector_env(num_envs: int, players: int = 3, opponents=None, seat=None, **options):

@@ -182,3 +182,18 @@ def test_every_markdown_link_lands():
             elif anchor and anchor not in {slug(h) for h in headings(dest)}:
                 broken.append(f"{path.relative_to(ROOT)}: {target} (no such heading)")
     assert not broken, "links that land nowhere:\n" + "\n".join(broken)
+
+
+# --- each fact once ----------------------------------------------------------------------------------------------
+
+
+def test_the_version_is_written_once():
+    """``revolution_env.__version__`` is the version: pyproject.toml reads it (no version of its own), and the
+    installed package's metadata says the same."""
+    import importlib.metadata
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 and later
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "revolution_env.__version__"}
+    assert importlib.metadata.version("revolution-env") == revolution_env.__version__
