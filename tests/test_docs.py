@@ -197,3 +197,34 @@ def test_the_version_is_written_once():
     assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
     assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "revolution_env.__version__"}
     assert importlib.metadata.version("revolution-env") == revolution_env.__version__
+
+
+def option_listings(text: str) -> list[str]:
+    """The paragraphs (or tables) of a Markdown text that name most of the environment's options."""
+    from revolution_env.env.core import OPTIONS
+
+    return [
+        part[:80]
+        for part in re.split(r"\n\s*\n", text)
+        if sum(f"`{option}`" in part for option in OPTIONS) > len(OPTIONS) // 2
+    ]
+
+
+def test_the_env_options_are_described_once():
+    """The docstring of ``revolution_env.env`` describes every option the environments take, one entry each, and
+    no page lists them again (the site shows the docstring; the README and the pages point to it)."""
+    import inspect
+
+    from revolution_env.env.core import OPTIONS
+
+    assert re.findall(r"^``(\w+)``$", inspect.getdoc(revolution_env.env), re.MULTILINE) == list(OPTIONS)
+    pages = [ROOT / "README.md", *DOCS.glob("*.md")]
+    again = {str(p.relative_to(ROOT)): found for p in pages if (found := option_listings(p.read_text("utf-8")))}
+    assert not again, f"the env options listed again (point to help(revolution_env.env) instead): {again}"
+
+
+def test_an_option_listing_is_found():
+    listing = (
+        "Options: `players` (2, 3, 4), `bid_refunds`, `area_control_bonus`, `first_edition`, `max_rounds`, `reward`"
+    )
+    assert option_listings(f"# Title\n\n{listing}\n\nOther text.") == [listing[:80]]
