@@ -228,3 +228,30 @@ def test_an_option_listing_is_found():
         "Options: `players` (2, 3, 4), `bid_refunds`, `area_control_bonus`, `first_edition`, `max_rounds`, `reward`"
     )
     assert option_listings(f"# Title\n\n{listing}\n\nOther text.") == [listing[:80]]
+
+
+WIDTH = 120  # pyproject.toml's line length, prose included
+
+
+def long_prose_lines(text: str) -> list[int]:
+    """The lines of a Markdown text over ``WIDTH`` columns, outside code blocks and tables."""
+    long, fence = [], False
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+        elif not fence and len(line) > WIDTH and not line.lstrip().startswith("|"):
+            long.append(number)
+    return long
+
+
+def test_markdown_prose_is_wrapped():
+    """The guide and the pages are wrapped at 120 columns, as the code is (tables and code blocks aside). The cards
+    (``checkpoints/*.md``) and the reports under ``docs/results/`` are written by commands, not by hand."""
+    pages = [ROOT / "README.md", *DOCS.glob("*.md"), DOCS / "results" / "README.md"]
+    long = {str(p.relative_to(ROOT)): lines for p in pages if (lines := long_prose_lines(p.read_text("utf-8")))}
+    assert not long, f"Markdown lines over {WIDTH} columns (file: line numbers): {long}"
+
+
+def test_a_long_prose_line_is_found():
+    text = "\n".join(["# Title", "x" * 121, "```", "y" * 200, "```", "| " + "z" * 200, "short"])
+    assert long_prose_lines(text) == [2]
