@@ -63,5 +63,17 @@ class FolderLinks(SphinxPostTransform):
                 node.replace_self(nodes.inline("", "", *node.children))
 
 
+def redirect_to_index(app, exception) -> None:
+    """``index.html`` at the site's root, sending a browser to the home page (``docs/index.html``)."""
+    if exception is None and app.builder.format == "html":
+        target = app.builder.get_target_uri(root_doc)
+        (Path(app.outdir) / "index.html").write_text(
+            f'<!DOCTYPE html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url={target}">'
+            f'<a href="{target}">{html_title}</a>\n',
+            encoding="utf-8",
+        )
+
+
 def setup(app) -> None:
     app.add_post_transform(FolderLinks)
+    app.connect("build-finished", redirect_to_index)

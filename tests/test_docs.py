@@ -255,3 +255,17 @@ def test_markdown_prose_is_wrapped():
 def test_a_long_prose_line_is_found():
     text = "\n".join(["# Title", "x" * 121, "```", "y" * 200, "```", "| " + "z" * 200, "short"])
     assert long_prose_lines(text) == [2]
+
+
+def test_every_page_is_on_the_site():
+    """The site's home page (``docs/index.md``) lists every page of ``docs/``, every card and the README, so that a
+    new page is not left off the site (Sphinx would only warn of it at build time, in CI)."""
+    listed = set()
+    for block in re.findall(r"```\{toctree\}\n(.*?)```", (DOCS / "index.md").read_text("utf-8"), re.DOTALL):
+        listed |= {line.strip() for line in block.splitlines() if line.strip() and not line.startswith(":")}
+    pages = {p.stem for p in DOCS.glob("*.md")} - {"index"}
+    cards = {f"/checkpoints/{p.stem}" for p in (ROOT / "checkpoints").glob("*.md")}
+    missing = sorted((pages | cards | {"/README", "results/README"}) - listed)
+    assert not missing, f"pages missing from the toctrees of docs/index.md: {missing}"
+    api = {f"api/{p.stem}" for p in (DOCS / "api").glob("*.rst")}
+    assert api <= listed, f"API pages missing from docs/index.md: {sorted(api - listed)}"
