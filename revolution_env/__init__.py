@@ -3,8 +3,9 @@
 Entry points: :func:`env` (AEC with the usual wrappers), :func:`raw_env`, :func:`parallel_env`; also registered
 with PettingZoo as ``revolution_v2`` (``pettingzoo.make("aec", "revolution_v2")``). For a single learner:
 :func:`gym_env` (Gymnasium, registered as ``Revolution-v2``) and :func:`vector_env` (many games in batch); for pure
-self-play, :func:`selfplay_vector_env` (every seat of many games a row of one learner). See
-``revolution_env.env`` for the documentation of spaces, masks, observations and rewards.
+self-play, :func:`selfplay_vector_env` (every seat of many games a row of one learner). Agents:
+:func:`load_agent` and :class:`Agent`. The options of every environment are in :func:`env`'s docstring; spaces,
+masks, observations and rewards in docs/environment.md.
 """
 
 import warnings
