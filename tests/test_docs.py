@@ -32,8 +32,9 @@ SKIP_DIRS = {
     ".ruff_cache",
     ".hypothesis",
     "build",
+    "_build",
     "dist",
-}  # not ours, or written while the tests run (hypothesis's examples)
+}  # not ours, or written while the tests run (hypothesis's examples), or built (the site)
 TEXT = {".py", ".md", ".yaml", ".yml", ".json", ".toml", ".txt", ".cfg", ".html", ".js", ".sh", ""}
 # Files that commands write into their output folders: cited by name, never kept in the repository.
 GENERATED = {"report.md", "exploit.md"}  # written by revolution eval and revolution exploit into their --out
