@@ -268,7 +268,8 @@ def test_every_page_is_on_the_site():
     new page is not left off the site (Sphinx would only warn of it at build time, in CI)."""
     listed = set()
     for block in re.findall(r"```\{toctree\}\n(.*?)```", (DOCS / "index.md").read_text("utf-8"), re.DOTALL):
-        listed |= {line.strip() for line in block.splitlines() if line.strip() and not line.startswith(":")}
+        entries = [line.strip() for line in block.splitlines() if line.strip() and not line.startswith(":")]
+        listed |= {re.sub(r".*<(.*)>$", r"\1", entry) for entry in entries}  # "Title <target>" or "target"
     pages = {p.stem for p in DOCS.glob("*.md")} - {"index"}
     cards = {f"/checkpoints/{p.stem}" for p in (ROOT / "checkpoints").glob("*.md")}
     missing = sorted((pages | cards | {"/README", "results/README"}) - listed)
