@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 project = "revolution-env"
 author = "the revolution-env authors"
 release = revolution_env.__version__
-extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
+# The docstrings are plain reST: napoleon would read a field docstring "Players at the table: 2, 3 or 4" as a type.
+extensions = ["myst_parser", "sphinx.ext.autodoc"]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "docs/index"
 include_patterns = [
