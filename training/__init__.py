@@ -1,12 +1,12 @@
 """Self-play training for Revolution! with MaskablePPO (the ``train`` extra: torch, stable-baselines3,
 sb3-contrib, tensorboard).
 
-```
-revolution train --config configs/default.yaml            # or: python -m revolution_training train --config ...
-revolution train --config configs/default.yaml --resume   # continue from the last save
-tensorboard --logdir runs/default/tb
-revolution eval --agents runs/default/best.pt value random   # a checkpoint is an agent spec
-```
+::
+
+    revolution train --config configs/default.yaml            # or: python -m revolution_training train --config ...
+    revolution train --config configs/default.yaml --resume   # continue from the last save
+    tensorboard --logdir runs/default/tb
+    revolution eval --agents runs/default/best.pt value random   # a checkpoint is an agent spec
 
 Modules, top to bottom: :mod:`.config` (``TrainConfig``, YAML), :mod:`.selfplay` (the learner's Gymnasium env),
 :mod:`.league` (snapshots on disk and opponent sampling), :mod:`.checkpoint` (the policy file format),

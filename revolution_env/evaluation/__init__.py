@@ -1,12 +1,13 @@
 """Evaluation: play agents against each other over every seat order, and report win rates with their
 intervals, support, margins, openskill ratings and head-to-head results (``revolution eval``).
 
-```python
-from revolution_env.evaluation import evaluate_lineup, evaluate_pool, write_all
-ev = evaluate_lineup(["random", "random", "random"], games=60, seed=0, workers=2)
-ev.stats["random"].win_rate, ev.stats["random"].win_rate_ci95
-write_all(ev, "runs/eval")  # results.json, games.jsonl, report.md, win_rates.png
-```
+::
+
+    from revolution_env.evaluation import evaluate_lineup, evaluate_pool, write_all
+    ev = evaluate_lineup(["random", "random", "random"], games=60, seed=0, workers=2)
+    ev.stats["random"].win_rate, ev.stats["random"].win_rate_ci95
+    write_all(ev, "runs/eval")  # results.json, games.jsonl, report.md, win_rates.png
+
 Every game's seed comes from (seed, game index), games are gathered in game order, and agents are reset with
 seeds derived from the game's: an evaluation depends on its seed alone, not on the number of workers.
 """
