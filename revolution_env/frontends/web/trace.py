@@ -20,7 +20,9 @@ from revolution_env.env.text import gains_text, layout_seat_names
 
 
 def snapshot(game: Game) -> dict[str, Any]:
-    """The public state at one moment: what a viewer draws (no hidden bid, no deck order)."""
+    """The public state at one moment: what a viewer draws (no hidden bid, no deck order). Snapshots are never
+    changed once made, so a traced game's snapshots share the revealed bids while they stay the same (most of a
+    snapshot's objects, and a round has a snapshot per step)."""
     return {
         "round": int(game.round),
         "phase": str(game.phase),
@@ -30,10 +32,20 @@ def snapshot(game: Game) -> dict[str, Any]:
         "board": game.cubes.tolist(),
         "supply": game.supply.tolist(),
         "bids_round": int(game.revealed_round),  # the bids shown: this round's once revealed, else the last round's
-        "bids": game.revealed.tolist() if game.revealed_round else None,
+        "bids": _revealed(game) if game.revealed_round else None,
         "winners": game.winners.tolist() if game.revealed_round else None,
         "final": None if game.final is None else {k: list(v) for k, v in game.final.items()},
     }
+
+
+def _revealed(game: Game) -> list:
+    memo = getattr(game, "_revealed_memo", None)
+    if memo is not None and memo[0] == game.revealed.tobytes():
+        return memo[1]
+    bids = game.revealed.tolist()
+    if isinstance(game, TracedGame):
+        game._revealed_memo = (game.revealed.tobytes(), bids)
+    return bids
 
 
 def tokens_words(row: Any) -> str:
