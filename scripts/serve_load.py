@@ -1,39 +1,43 @@
 """Many players at once against `revolution serve`: whole games through the HTTP API, then one line of figures.
 
     python scripts/serve_load.py                                   # 80 players, 2 games each, random bots
-    python scripts/serve_load.py --players 80 --games 3 --opponents value
+    python scripts/serve_load.py --players 80 --games 2 --opponents value
     python scripts/serve_load.py --url http://127.0.0.1:8000 --pid 1234   # a server started elsewhere
 
 Unless ``--url`` is given, the script starts ``revolution serve`` on a free port of the loopback (a process of its
-own, with ``--serve-args`` added to its command line) and stops it at the end. Each player is a thread with one
-keep-alive connection (asking for gzip, as a browser does) that plays ``--games`` games one after the other, as the page does: ``POST /api/games``
-(3 players unless ``--table`` says otherwise, its seat's opponents ``--opponents``), then a uniformly random legal
-move from what the page is given (``pending``) with ``POST .../act`` until the game is over, asking only for the
-events it has not seen (``since``), then ``POST .../save``. ``--think`` waits that many seconds before each move
-(0: as fast as the server answers, the hardest case).
+own, with ``--serve-args`` added to its command line) and stops it at the end. Each player has one keep-alive
+connection (asking for gzip, as a browser does) and plays ``--games`` games one after the other, as the page does:
+``POST /api/games`` (3 players unless ``--table`` says otherwise, the other seats ``--opponents``), then a uniformly
+random legal move from what the page is given (``pending``) with ``POST .../act`` until the game is over, asking
+only for the events it has not seen (``since``), then ``POST .../save``. ``--think`` waits a random time of that
+mean before each move (0, the default: as fast as the server answers, the hardest case). The players are
+coroutines on one thread with a minimal HTTP/1.1 client, so that the client takes as little of the machine as it
+can: on a machine of two cores, it shares them with the server.
 
 The line printed: the players and games, how many games finished and how many were lost (a game whose request
 failed or that was not over when ``--seconds`` ran out), the act latency (from sending the move to the last byte
 of the answer) p50/p95/p99/max in ms, the responses by status, the server's RSS at the end and its peak (VmHWM),
-and the wall time. It exits 1 when a game was lost or a response was a 5xx.
+the wall time, and the CPU time per move of the server and of this client. It exits 1 when a game was lost or a
+response was a 5xx.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gzip
-import http.client
 import json
 import os
 import random
 import socket
 import subprocess
 import sys
-import threading
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 try:  # the client's own work is part of what the machine carries: the faster parser where it is installed
@@ -46,60 +50,77 @@ REPO = Path(__file__).resolve().parent.parent
 
 @dataclass
 class Tally:
-    """What the players saw, gathered under one lock."""
+    """What the players saw."""
 
     act_ms: list[float] = field(default_factory=list)
     statuses: Counter = field(default_factory=Counter)
     finished: int = 0
-    lost: int = 0
     errors: list[str] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, **counts: int) -> None:
-        with self.lock:
-            for name, n in counts.items():
-                setattr(self, name, getattr(self, name) + n)
 
 
-class Client:
-    """One player's keep-alive connection; a request returns (status, JSON body or None)."""
+class Connection:
+    """One player's keep-alive HTTP/1.1 connection; ``request`` returns (status, JSON body or None)."""
 
     def __init__(self, host: str, port: int, timeout: float) -> None:
         self.host, self.port, self.timeout = host, port, timeout
-        self.conn: http.client.HTTPConnection | None = None
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
 
-    def request(self, method: str, path: str, body: object = None) -> tuple[int, object]:
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Accept-Encoding": "gzip"}  # as a browser asks
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        for attempt in (0, 1):  # a keep-alive connection the server closed while idle is opened again, once
-            if self.conn is None:
-                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+    async def request(self, method: str, path: str, body: object = None) -> tuple[int, Any]:
+        data = b"" if body is None else json.dumps(body).encode()
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nAccept-Encoding: gzip\r\nContent-Length: {len(data)}\r\n"
+        )
+        if body is not None:
+            head += "Content-Type: application/json\r\n"
+        message = head.encode() + b"\r\n" + data
+        for attempt in (0, 1):  # a kept-alive connection that the server closed while idle is opened again, once
+            reused = self.writer is not None
+            if self.writer is None:
+                self.reader, self.writer = await asyncio.wait_for(
+                    asyncio.open_connection(self.host, self.port), self.timeout
+                )
             try:
-                self.conn.request(method, path, body=data, headers=headers)
-                response = self.conn.getresponse()
-                raw = response.read()
+                self.writer.write(message)
+                status, headers, raw = await asyncio.wait_for(self._response(), self.timeout)
                 break
-            except (http.client.RemoteDisconnected, BrokenPipeError):
-                self.conn.close()
-                self.conn = None
-                if attempt:
+            except (asyncio.IncompleteReadError, ConnectionError) as exc:
+                self.close()
+                nothing = not isinstance(exc, asyncio.IncompleteReadError) or not exc.partial
+                if attempt or not (reused and nothing):
                     raise
-            except OSError:
-                self.conn.close()
-                self.conn = None
+            except BaseException:
+                self.close()
                 raise
-        if response.getheader("Content-Encoding") == "gzip":
+        if headers.get("connection") == "close":
+            self.close()
+        if headers.get("content-encoding") == "gzip":
             raw = gzip.decompress(raw)
         try:
-            return response.status, loads(raw)
+            return status, loads(raw)
         except ValueError:
-            return response.status, None
+            return status, None
+
+    async def _response(self) -> tuple[int, dict[str, str], bytes]:
+        lines = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+        if "content-length" in headers:
+            return status, headers, await self.reader.readexactly(int(headers["content-length"]))
+        if headers.get("transfer-encoding") == "chunked":
+            chunks = []
+            while size := int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16):
+                chunks.append(await self.reader.readexactly(size))
+                await self.reader.readexactly(2)
+            await self.reader.readuntil(b"\r\n")
+            return status, headers, b"".join(chunks)
+        headers["connection"] = "close"
+        return status, headers, await self.reader.read()
 
     def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
 
 
 def random_move(pending: dict, rng: random.Random) -> list[int]:
@@ -114,34 +135,30 @@ def random_move(pending: dict, rng: random.Random) -> list[int]:
     return action
 
 
-def play(client: Client, request: dict, rng: random.Random, tally: Tally, deadline: float, think: float) -> bool:
+async def play(conn: Connection, request: dict, rng: random.Random, tally: Tally, deadline: float, think: float):
     """One whole game; True when it finished (and was saved), False when it was lost."""
-    status, view = client.request("POST", "/api/games", request)
+    status, view = await conn.request("POST", "/api/games", request)
     tally.statuses[status] += 1
     if status != 201:
         tally.errors.append(f"new game: {status} {view}")
         return False
     game = view["id"]
-    seen = view["event_count"]
     while not view["over"]:
         if time.monotonic() > deadline:
             tally.errors.append(f"game {game}: not over when the time ran out")
             return False
         if think:
-            time.sleep(think * rng.random() * 2)
-        move = {"action": random_move(view["pending"], rng), "since": seen}
+            await asyncio.sleep(think * rng.random() * 2)
+        move = {"action": random_move(view["pending"], rng), "since": view["event_count"]}
         start = time.perf_counter()
-        status, answer = client.request("POST", f"/api/games/{game}/act", move)
-        elapsed = (time.perf_counter() - start) * 1000
-        with tally.lock:
-            tally.statuses[status] += 1
-            tally.act_ms.append(elapsed)
+        status, answer = await conn.request("POST", f"/api/games/{game}/act", move)
+        tally.act_ms.append((time.perf_counter() - start) * 1000)
+        tally.statuses[status] += 1
         if status != 200:
             tally.errors.append(f"act in game {game}: {status} {answer}")
             return False
         view = answer
-        seen = view["event_count"]
-    status, saved = client.request("POST", f"/api/games/{game}/save")
+    status, saved = await conn.request("POST", f"/api/games/{game}/save")
     tally.statuses[status] += 1
     if status != 200:
         tally.errors.append(f"save of game {game}: {status} {saved}")
@@ -149,11 +166,10 @@ def play(client: Client, request: dict, rng: random.Random, tally: Tally, deadli
     return True
 
 
-def player(url: str, index: int, args: argparse.Namespace, tally: Tally, deadline: float, start: threading.Event):
+async def player(url: str, index: int, args: argparse.Namespace, tally: Tally, deadline: float) -> None:
     parts = urlsplit(url)
-    client = Client(parts.hostname, parts.port or 80, timeout=args.timeout)
+    conn = Connection(parts.hostname, parts.port or 80, timeout=args.timeout)
     rng = random.Random(args.seed * 100_003 + index)
-    start.wait()
     try:
         for g in range(args.games):
             request = {
@@ -162,13 +178,26 @@ def player(url: str, index: int, args: argparse.Namespace, tally: Tally, deadlin
                 "seed": args.seed * 100_003 + index * 997 + g,
             }
             try:
-                ok = play(client, request, rng, tally, deadline, args.think)
-            except (OSError, http.client.HTTPException) as exc:
+                finished = await play(conn, request, rng, tally, deadline, args.think)
+                tally.finished += finished
+            except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as exc:
                 tally.errors.append(f"player {index}: {type(exc).__name__}: {exc}")
-                ok = False
-            tally.add(finished=int(ok), lost=int(not ok))
     finally:
-        client.close()
+        conn.close()
+
+
+def request(url: str, method: str, path: str, body: object = None, timeout: float = 30) -> tuple[int, Any]:
+    """One request on a connection of its own (for a start-up check or a test)."""
+    parts = urlsplit(url)
+
+    async def once() -> tuple[int, Any]:
+        conn = Connection(parts.hostname, parts.port or 80, timeout)
+        try:
+            return await conn.request(method, path, body)
+        finally:
+            conn.close()
+
+    return asyncio.run(once())
 
 
 def free_port() -> int:
@@ -177,24 +206,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(serve_args: list[str], timeout: float = 60) -> tuple[str, subprocess.Popen]:
-    """``revolution serve`` on a free loopback port, once it answers."""
+def start_server(serve_args: list[str], timeout: float = 90) -> tuple[str, subprocess.Popen]:
+    """``revolution serve`` on a free loopback port, once it answers (its output goes to a temporary file, which
+    no pipe left unread can block)."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-m", "revolution_env", "serve", "--port", str(port), *serve_args]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - it lives as long as the server
+    proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while True:
         try:
-            status, _ = Client("127.0.0.1", port, 2).request("GET", "/api/info")
-            if status == 200:
+            if request(url, "GET", "/api/info", timeout=5)[0] == 200:
                 return url, proc
-        except OSError:
+        except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError):
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            raise RuntimeError(f"revolution serve did not start: {proc.stdout.read()}")
+            proc.wait()
+            log.seek(0)
+            raise RuntimeError(f"revolution serve did not start: {log.read()[-2000:]}")
         time.sleep(0.1)
 
 
@@ -225,44 +257,40 @@ def percentile(sorted_values: list[float], q: float) -> float:
 def run(args: argparse.Namespace, url: str, pid: int | None) -> dict:
     """Play the games; return the figures."""
     tally = Tally()
-    start = threading.Event()
     server_cpu = cpu_seconds(pid) if pid is not None else float("nan")
     client_cpu = time.process_time()
     began = time.monotonic()
     deadline = began + args.seconds
-    threads = [threading.Thread(target=player, args=(url, i, args, tally, deadline, start), daemon=True)
-               for i in range(args.players)]  # fmt: skip
-    for t in threads:
-        t.start()
-    start.set()
-    for t in threads:
-        t.join(max(0.0, deadline + 2 * args.timeout - time.monotonic()))
+
+    async def everyone() -> None:
+        await asyncio.gather(*(player(url, i, args, tally, deadline) for i in range(args.players)))
+
+    asyncio.run(everyone())
     wall = time.monotonic() - began
     server_cpu = (cpu_seconds(pid) if pid is not None else float("nan")) - server_cpu
     client_cpu = time.process_time() - client_cpu
-    with tally.lock:
-        ms = sorted(tally.act_ms)
-        games = args.players * args.games
-        rss, peak = memory_mb(pid) if pid is not None else (float("nan"), float("nan"))
-        return {
-            "players": args.players,
-            "games": games,
-            "opponents": args.opponents,
-            "finished": tally.finished,
-            "lost": games - tally.finished,
-            "acts": len(ms),
-            "p50": percentile(ms, 50),
-            "p95": percentile(ms, 95),
-            "p99": percentile(ms, 99),
-            "max": ms[-1] if ms else float("nan"),
-            "statuses": dict(sorted(tally.statuses.items())),
-            "rss_mb": rss,
-            "peak_rss_mb": peak,
-            "wall_s": wall,
-            "server_cpu_ms_per_act": server_cpu / max(1, len(ms)) * 1000,
-            "client_cpu_ms_per_act": client_cpu / max(1, len(ms)) * 1000,
-            "errors": list(tally.errors),
-        }
+    ms = sorted(tally.act_ms)
+    games = args.players * args.games
+    rss, peak = memory_mb(pid) if pid is not None else (float("nan"), float("nan"))
+    return {
+        "players": args.players,
+        "games": games,
+        "opponents": args.opponents,
+        "finished": tally.finished,
+        "lost": games - tally.finished,
+        "acts": len(ms),
+        "p50": percentile(ms, 50),
+        "p95": percentile(ms, 95),
+        "p99": percentile(ms, 99),
+        "max": ms[-1] if ms else float("nan"),
+        "statuses": dict(sorted(tally.statuses.items())),
+        "rss_mb": rss,
+        "peak_rss_mb": peak,
+        "wall_s": wall,
+        "server_cpu_ms_per_act": server_cpu / max(1, len(ms)) * 1000,
+        "client_cpu_ms_per_act": client_cpu / max(1, len(ms)) * 1000,
+        "errors": list(tally.errors),
+    }
 
 
 def line(figures: dict) -> str:
@@ -288,7 +316,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=60, help="seconds a request may take before it fails")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--url", help="a server already running (default: start one on the loopback)")
-    parser.add_argument("--pid", type=int, help="that server's process id, for its memory")
+    parser.add_argument("--pid", type=int, help="that server's process id, for its memory and CPU time")
     parser.add_argument("--serve-args", default="", help="more arguments for the revolution serve it starts")
     return parser.parse_args(argv)
 

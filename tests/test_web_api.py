@@ -695,11 +695,11 @@ def test_many_players_at_once_lose_no_game_while_bad_requests_come_in(tmp_path: 
             assert status in (400, 413, 415), (what, status, message)
             assert "\n" not in message and len(message) < 300, (what, message)
         assert len(list(tmp_path.glob("saved-games/*.json"))) == players * games  # the script saves every game
-        client = load.Client("127.0.0.1", port, 30)
-        status, view = client.request("POST", "/api/games", {"players": 2, "opponents": ["random"], "max_rounds": 1})
+        status, view = load.request(url, "POST", "/api/games", {"players": 2, "opponents": ["random"], "max_rounds": 1})
         rng = np.random.default_rng(0)
         while not view["over"]:
-            status, view = client.request("POST", f"/api/games/{view['id']}/act", {"action": legal_action(view, rng)})
+            move = {"action": legal_action(view, rng)}
+            status, view = load.request(url, "POST", f"/api/games/{view['id']}/act", move)
             assert status == 200, view
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 143

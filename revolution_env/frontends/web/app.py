@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import time
 from collections.abc import AsyncIterator, Callable
@@ -317,6 +318,9 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # what the imports made lives as long as the server: out of the collector's sight, its full collections
+        # (whose pauses every waiting request sits through) walk only the games' objects
+        gc.freeze()
         task = asyncio.create_task(expire_idle_games())
         try:
             yield
