@@ -325,7 +325,7 @@ def test_revolution_serve_listens_on_this_machine_only_by_default() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "revolution_env", "serve", "--port", str(port)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # the imports, then the bots' warm-up, on a machine that may be busy
         while True:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/info", timeout=2) as response:
@@ -456,6 +456,47 @@ def test_the_server_saves_its_finished_games_when_it_stops(tmp_path: Path) -> No
         assert not list(tmp_path.glob("saved-games/*.json"))
     (saved,) = tmp_path.glob("saved-games/*.json")
     assert saved.stem.endswith(done["id"]) and run_scenario(json.loads(saved.read_text())).final == done["final"]
+
+
+def test_a_game_that_cannot_be_saved_is_kept_and_saved_later(tmp_path: Path, monkeypatch) -> None:
+    clock = Clock()
+    app = create_app([str(tmp_path)], idle_timeout=60, clock=clock)
+    client = TestClient(app, raise_server_exceptions=False)
+    done = play_to_the_end(client, new_game(client, players=2, opponents=["random"], seed=2, max_rounds=2))
+    save = app.state.library.save
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(app.state.library, "save", disk_full)
+    clock.now += 61
+    assert app.state.sessions.expire() == 0  # kept, not lost
+    assert client.get(f"/api/games/{done['id']}").json()["final"] == done["final"]
+    monkeypatch.setattr(app.state.library, "save", save)
+    clock.now += 61
+    assert app.state.sessions.expire() == 1
+    (saved,) = tmp_path.glob("saved-games/*.json")
+    assert saved.stem.endswith(done["id"])
+
+
+def test_the_bots_warm_up_before_the_server_listens() -> None:
+    """A one-round game between two heuristic bots at start-up: the compiled bots' machine code is loaded then,
+    not in the first player's game while every other request waits."""
+    from revolution_env.agents.loading import load_agent
+
+    loaded, acts, ready = [], [], []
+
+    def recording(spec: str, **options):
+        agent = load_agent(spec, **options)
+        act = agent.act
+        agent.act = lambda *args: acts.append(spec) or act(*args)
+        loaded.append((spec, options))
+        return agent
+
+    app = create_app(load_agent=recording, on_ready=lambda: ready.append(len(acts)))
+    with TestClient(app, raise_server_exceptions=False):
+        assert ready and ready[0] >= 2  # the bots had played before the server said it was ready
+    assert loaded == [("value", {"players": 2, "max_rounds": 1})] * 2
 
 
 # --- bad input: a one-line 4xx, never a 500 --------------------------------------------------------------------

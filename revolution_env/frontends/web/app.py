@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -48,10 +49,13 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from revolution_env import __version__
+from revolution_env.agents.heuristics import HEURISTICS
 from revolution_env.agents.loading import load_agent as default_load_agent
+from revolution_env.arena.runner import GameRunner
 from revolution_env.frontends.web.replays import ReplayError, ReplayLibrary
 from revolution_env.frontends.web.sessions import BUILT_IN, GameRequestError, PlaySession, ServerFull, Sessions
 
+log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
 SAVE_FOLDER = "saved-games"
 MAX_BODY = 16 * 1024  # the largest request the page sends (a new game's options) is a few hundred bytes
@@ -179,6 +183,21 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:g} minutes" if seconds >= 120 else f"{seconds:g} seconds"
 
 
+def warm_up(load_agent: Callable[..., Any], offered: list[str]) -> None:
+    """Play a one-round game between two of the heuristic bots offered, so that the machine code of the compiled
+    bots is loaded before the first player's game needs it: loading it takes seconds, during which every request
+    would wait (the games are played one request after the other). Where it is not compiled yet, this starts its
+    background build, as the first game would."""
+    styles = [spec for spec in offered if spec in HEURISTICS]
+    if not styles:
+        return
+    options = {"players": 2, "max_rounds": 1}
+    try:
+        GameRunner([load_agent(styles[0], **options) for _ in range(2)], options).play(0)
+    except Exception as exc:  # a bot that fails here fails in its games too, where the player is told
+        log.warning("revolution serve: warming up the %s bot failed: %s", styles[0], exc)
+
+
 def create_app(
     replays: list[str] | None = None,
     agents: list[str] | None = None,
@@ -186,10 +205,12 @@ def create_app(
     max_games: int = MAX_GAMES,
     idle_timeout: float = IDLE_TIMEOUT,
     clock: Callable[[], float] = time.monotonic,
+    on_ready: Callable[[], None] | None = None,
 ) -> Starlette:
     """The application. ``replays``: folders whose games the viewer lists (saved games go into the first one's
     ``saved-games/``); ``agents``: specs offered as opponents besides the built-in ones (checkpoints);
-    ``max_games``: games at once; ``idle_timeout``: the seconds after which a game left alone ends."""
+    ``max_games``: games at once; ``idle_timeout``: the seconds after which a game left alone ends; ``on_ready``:
+    called once the server has started (its bots warmed up), just before it listens."""
     load = load_agent or default_load_agent
     roots = list(replays or [])
     save_dir = Path(roots[0]).resolve() / SAVE_FOLDER if roots else None
@@ -320,7 +341,10 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # what the imports made lives as long as the server: out of the collector's sight, its full collections
         # (whose pauses every waiting request sits through) walk only the games' objects
+        warm_up(load, offered)
         gc.freeze()
+        if on_ready is not None:
+            on_ready()
         task = asyncio.create_task(expire_idle_games())
         try:
             yield

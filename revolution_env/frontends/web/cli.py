@@ -79,14 +79,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 < args.idle_timeout < 10**9:  # NaN and inf fail too
         print(f"error: --idle-timeout: expected a positive number of seconds, got {args.idle_timeout}", file=sys.stderr)
         return 2
+    host = f"[{args.host}]" if ":" in args.host else args.host
+
+    def ready() -> None:
+        print(f"revolution serve: open http://{host}:{args.port}/ (Ctrl+C stops)", flush=True)
+
     try:
         check_agents(args.agents)
-        app = create_app(args.replays, args.agents, max_games=args.max_games, idle_timeout=args.idle_timeout)
+        app = create_app(
+            args.replays, args.agents, max_games=args.max_games, idle_timeout=args.idle_timeout, on_ready=ready
+        )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"revolution serve: open http://{host}:{args.port}/ (Ctrl+C stops)", flush=True)
+    print("revolution serve: starting (the bots warm up first)", flush=True)
     # uvicorn.Server rather than uvicorn.run, which would swallow the Ctrl-C or SIGTERM that the server hands on
     # after its graceful stop: the command then exits 130 or 143, as every command does
     uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")).run()
