@@ -458,6 +458,19 @@ def test_the_server_saves_its_finished_games_when_it_stops(tmp_path: Path) -> No
     assert saved.stem.endswith(done["id"]) and run_scenario(json.loads(saved.read_text())).final == done["final"]
 
 
+def test_idle_games_end_by_themselves_while_the_server_runs(tmp_path: Path) -> None:
+    """No new game needed: the server looks for idle games now and then (a quarter of the timeout here)."""
+    import time
+
+    with TestClient(create_app([str(tmp_path)], idle_timeout=3), raise_server_exceptions=False) as client:
+        done = play_to_the_end(client, new_game(client, players=2, opponents=["random"], seed=6, max_rounds=2))
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("saved-games/*.json")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        response = client.get(f"/api/games/{done['id']}")
+        assert response.status_code == 410 and "saved as" in response.json()["error"]
+
+
 def test_a_game_that_cannot_be_saved_is_kept_and_saved_later(tmp_path: Path, monkeypatch) -> None:
     clock = Clock()
     app = create_app([str(tmp_path)], idle_timeout=60, clock=clock)

@@ -335,7 +335,10 @@ def create_app(
         the next new game."""
         while True:
             await asyncio.sleep(min(60.0, idle_timeout / 4))
-            sessions.expire()
+            try:
+                sessions.expire()
+            except Exception as exc:  # the next round tries again; a game that cannot be saved is kept
+                log.warning("revolution serve: ending idle games failed: %s: %s", type(exc).__name__, exc)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
