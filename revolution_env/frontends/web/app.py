@@ -21,7 +21,8 @@ when every place is taken by a game being played, a new game is refused (503, ``
 is at most ``MAX_BODY`` bytes (413 past it, refused by its ``Content-Length`` before it is read, or as soon as
 more arrives), UTF-8 JSON when it is given (415 for another ``Content-Type``), and every value in it is checked:
 a bad one is a 400 naming it. The games are played on the event loop's thread, one request after the other: they
-are Python work that holds the interpreter's lock, so threads would only take turns at it, in no fair order.
+are Python work that holds the interpreter's lock, so threads would only take turns at it, in no fair order
+(replays, which can take seconds to play again, go to threads so that the games go on meanwhile).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ MAX_ERROR = 240  # characters of an error message
 
 
 class JSONResponse(Response):
-    """JSON in UTF-8, written by orjson (several times faster than the standard library on the game views)."""
+    """JSON in UTF-8, written by orjson, which is faster than the standard library (docs/reliability.md)."""
 
     media_type = JSON_TYPE
 
