@@ -704,12 +704,14 @@ def hostile_requests(port: int) -> list[tuple[str, int, str]]:
         head, _, body = answer.partition(b"\r\n\r\n")
         return int(head.split()[1]), json.loads(body)["error"]
 
-    def post(body: bytes, content_type: bytes = b"application/json", extra: bytes = b"") -> bytes:
-        return (b"POST /api/games HTTP/1.1\r\nHost: x\r\nContent-Type: " + content_type + b"\r\n" + extra
-                + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)  # fmt: skip
+    start = b"POST /api/games HTTP/1.1\r\nHost: x\r\n"
 
-    chunked = (b"POST /api/games HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked"
-               b"\r\n\r\n" + b"".join(b"1000\r\n" + b" " * 4096 + b"\r\n" for _ in range(8)) + b"0\r\n\r\n")  # fmt: skip
+    def post(body: bytes, content_type: bytes = b"application/json") -> bytes:
+        length = str(len(body)).encode()
+        return start + b"Content-Type: " + content_type + b"\r\nContent-Length: " + length + b"\r\n\r\n" + body
+
+    chunks = b"".join(b"1000\r\n" + b" " * 4096 + b"\r\n" for _ in range(8)) + b"0\r\n\r\n"
+    chunked = start + b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks
     cases = {
         "5,000-digit seed": post(b'{"players": 3, "seed": ' + b"9" * 5000 + b"}"),
         "body over the cap, announced": post(b" " * 20_000),
