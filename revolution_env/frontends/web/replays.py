@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from revolution_env.agents.loading import display_name
+from revolution_env.common.files import atomic_write
 from revolution_env.engine.scenario import ScenarioError, export_game, state_dict
 from revolution_env.frontends.web.trace import replay_scenario
 
@@ -354,10 +355,8 @@ class ReplayLibrary:
         """Keep a played game as a replay: in ``save_dir`` when there is one (under the first replay folder),
         else in memory for this session. Returns its file id."""
         if self.save_dir is not None and self.roots:
-            folder = self.save_dir
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f"{name}.json"
-            path.write_text(json.dumps(scenario, indent=1) + "\n", encoding="utf-8")
+            path = self.save_dir / f"{name}.json"
+            atomic_write(path, lambda f: f.write(json.dumps(scenario, indent=1) + "\n"))  # never half a file
             for i, root in enumerate(self.roots):
                 if path.resolve().is_relative_to(root):
                     return f"{i}/{path.resolve().relative_to(root).as_posix()}"
