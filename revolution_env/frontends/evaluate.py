@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from revolution_env.evaluation.journal import Journal
 
 DESCRIPTION = """Evaluate agents: a lineup (--agents, one spec per seat) or a round robin (--pool). Every lineup is
-rotated over all seat orders; the evaluation is reproducible from --seed whatever --workers is. Agent specs:
+rotated over all seat orders; the evaluation is reproducible from --seed whatever --workers is, and an interrupted
+one continues (the same command, the same --out) to the results it would have had. Agent specs:
 random, a heuristic's name, a checkpoint file (.zip/.pt; PATH:sample plays it sampling its policy), a mixture
 mix:SPEC@W,SPEC@W,... (each decision by one of them, drawn with the weights), or search:PATH (a checkpoint whose
 bids are chosen by regret matching over its candidate bids)."""
@@ -65,8 +66,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--games", type=int, default=100, help="games per lineup (default 100)")
     p.add_argument("--seed", type=int, default=0, help="the seed of the whole evaluation (default 0)")
-    p.add_argument("--out", metavar="DIR", help="write results.json, games.jsonl, report.md and plots here")
-    p.add_argument("--force", action="store_true", help="replace the previous evaluation in --out (refused without it)")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write results.json, games.jsonl (each game as it finishes), report.md and plots here; interrupted"
+        " (Ctrl-C, SIGTERM, a kill), the same command continues where it stopped",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="replace another evaluation in --out (refused without it) and start anew"
+    )
     p.add_argument(
         "--workers", type=int, default=None, help=f"processes that play the games (default {default_workers()})"
     )
