@@ -77,7 +77,7 @@ def difference(theirs: dict[str, Any], ours: dict[str, Any]) -> str | None:
     not change the games: --workers, --ray, --quiet)."""
     if theirs.get("mode") != ours["mode"]:
         return f"{MODES.get(theirs.get('mode'), repr(theirs.get('mode')))}, not {MODES[ours['mode']]}"
-    if theirs.get("agents") != ours["agents"]:
+    if _in_order(theirs.get("agents")) != _in_order(ours["agents"]):  # the order names the seats and lineups
         return f"the agents {_specs(theirs.get('agents'))}, not {_specs(ours['agents'])}"
     if theirs.get("held_out") != ours["held_out"]:
         return f"the held-out opponents {_specs(theirs.get('held_out'))}, not {_specs(ours['held_out'])}"
@@ -95,6 +95,10 @@ def difference(theirs: dict[str, Any], ours: dict[str, Any]) -> str | None:
     if theirs.get("games_total") != ours["games_total"]:
         return f"{theirs.get('games_total')} games in all, not {ours['games_total']}"
     return None
+
+
+def _in_order(agents: Any) -> list[Any]:
+    return list(agents.items()) if isinstance(agents, dict) else [agents]
 
 
 def _specs(specs: Any) -> str:

@@ -220,7 +220,7 @@ def _play(args: argparse.Namespace, plan: Tournament, command: str, journal: Jou
         if args.out:
             write_all(evaluation, args.out, command, games=False)  # the journal holds the games, whole lines
             print(f"{partial(evaluation).removeprefix('partial: ')}: the results so far are in {args.out} "
-                  f"(results.json and report.md, marked partial); the same command continues: {command}",
+                  f"(results.json and report.md, marked partial); to continue, the same command: {command}",
                   file=sys.stderr)  # fmt: skip
         else:
             print(f"{partial(evaluation).removeprefix('partial: ')} (give --out to keep them and continue)",
