@@ -118,6 +118,7 @@ class Journal:
         self.out = out
         self.tasks = {t.index: t for t in tournament.tasks}
         self.done: dict[int, GameResult] = {}
+        self.lines: dict[int, bytes] = {}  # each game's line as written, so that it is serialised once
         self.resumed = 0  # games read back from an earlier run
         self._lock = lock
         self._file: IO[str] | None = None
@@ -127,12 +128,22 @@ class Journal:
         written: a Ctrl-C never tears a line; a SIGKILL can, which reading undoes)."""
         if self._file is None:
             raise ValueError(f"{self.out}: the evaluation's folder is closed")
-        text = "".join(game_line(t.index, r) + "\n" for t, r in zip(tasks, results))
+        lines = {t.index: (game_line(t.index, r) + "\n").encode("utf-8") for t, r in zip(tasks, results)}
         with stop_signals_deferred():
-            self._file.write(text)
+            self._file.write(b"".join(lines.values()))
             self._file.flush()
             os.fsync(self._file.fileno())
             self.done.update(zip((t.index for t in tasks), results))
+            self.lines.update(lines)
+
+    def finish(self) -> None:
+        """Every game played: games.jsonl rewritten in game order (atomically), the file an uninterrupted run
+        writes (:func:`.report.write_games`), from the lines as they were written."""
+        self.stop()
+        atomic_write(self.out / GAMES, self._write_in_order, binary=True)
+
+    def _write_in_order(self, fh: IO[bytes]) -> None:
+        fh.writelines(self.lines[i] for i in sorted(self.lines))
 
     def stop(self) -> None:
         """No more games to append (the folder stays locked until :meth:`close`)."""
@@ -181,12 +192,11 @@ def open_journal(out: str | Path, tournament: Tournament, command: str, force: b
                                  "it, --force to replace it, or another folder")  # fmt: skip
         if theirs != ours:
             atomic_write(out / MANIFEST, lambda fh: (json.dump(ours, fh, indent=2), fh.write("\n")))
-        journal.done, torn = read_games(out / GAMES, journal.tasks)
+        journal.done, journal.lines, torn = read_games(out / GAMES, journal.tasks)
         journal.resumed = len(journal.done)
         if torn:  # a kill mid-line: the whole lines kept, so that appending starts on a line of its own
-            lines = "".join(game_line(i, r) + "\n" for i, r in sorted(journal.done.items()))
-            atomic_write(out / GAMES, lambda fh: fh.write(lines))
-        journal._file = open(out / GAMES, "a", encoding="utf-8")  # noqa: SIM115 - closed by Journal.close
+            atomic_write(out / GAMES, journal._write_in_order, binary=True)
+        journal._file = open(out / GAMES, "ab")  # noqa: SIM115 - closed by Journal.close
         return journal
     except BaseException:
         if lock >= 0:
@@ -229,16 +239,17 @@ def _read_manifest(out: Path) -> dict[str, Any] | None:
     return data
 
 
-def read_games(path: Path, tasks: dict[int, GameTask]) -> tuple[dict[int, GameResult], bool]:
-    """The games in a games.jsonl (game index -> result), each checked against its task (its seed and seats), and
-    whether its last line was torn (dropped). Any other damage is a ValueError naming the line."""
+def read_games(path: Path, tasks: dict[int, GameTask]) -> tuple[dict[int, GameResult], dict[int, bytes], bool]:
+    """The games in a games.jsonl (game index -> result, and -> its line), each checked against its task (its seed
+    and seats), and whether its last line was torn (dropped). Any other damage is a ValueError naming the line."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return {}, False
+        return {}, {}, False
     lines = data.split(b"\n")
     torn = lines.pop() != b""  # whole lines end with a newline: what follows the last one was cut short
     games: dict[int, GameResult] = {}
+    raw: dict[int, bytes] = {}
     for n, line in enumerate(lines, start=1):
         try:
             item = json.loads(line)
@@ -252,4 +263,5 @@ def read_games(path: Path, tasks: dict[int, GameTask]) -> tuple[dict[int, GameRe
             raise ValueError(f"--out: {path}: line {n} is not a game of this evaluation (game {index!r}); pass "
                              "--force to start again, or give another folder")  # fmt: skip
         games[index] = result
-    return games, torn
+        raw[index] = line + b"\n"
+    return games, raw, torn

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import shlex
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from revolution_env.engine.game import RULE_SWITCHES
@@ -194,7 +195,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _play(args: argparse.Namespace, plan: Tournament, command: str, journal: Journal | None) -> int:
     from revolution_env.common.workers import exit_status
-    from revolution_env.evaluation.report import partial, print_gauntlet, print_table, write_all
+    from revolution_env.evaluation.report import GAMES, partial, print_gauntlet, print_table, write_all
 
     done = journal.done if journal is not None else {}
     if journal is not None and journal.resumed and not args.quiet:
@@ -213,6 +214,8 @@ def _play(args: argparse.Namespace, plan: Tournament, command: str, journal: Jou
         finally:
             if journal is not None:
                 journal.stop()
+        if journal is not None:
+            journal.finish()  # games.jsonl in game order
     except KeyboardInterrupt as exc:
         evaluation = plan.evaluation(done)
         if not args.quiet:
@@ -231,7 +234,7 @@ def _play(args: argparse.Namespace, plan: Tournament, command: str, journal: Jou
         if evaluation.gauntlet is not None:
             print_gauntlet(evaluation)
     if args.out:
-        written = write_all(evaluation, args.out, command)
+        written = [Path(args.out) / GAMES, *write_all(evaluation, args.out, command, games=False)]
         if not args.quiet:
             print(f"written: {', '.join(str(p) for p in written)}")
     return 0
