@@ -121,7 +121,7 @@ class Journal:
         self.lines: dict[int, bytes] = {}  # each game's line as written, so that it is serialised once
         self.resumed = 0  # games read back from an earlier run
         self._lock = lock
-        self._file: IO[str] | None = None
+        self._file: IO[bytes] | None = None
 
     def record(self, tasks: Sequence[GameTask], results: Sequence[GameResult]) -> None:
         """Append finished games to games.jsonl, whole lines flushed to the OS (a signal waits until they are
