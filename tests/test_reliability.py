@@ -20,6 +20,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -287,6 +288,41 @@ def test_an_evaluation_killed_then_stopped_resumes_to_the_results_of_one_never_s
         (tmp_path / "whole" / "results.json").read_text()
     )
     assert games.read_bytes() == (tmp_path / "whole" / "games.jsonl").read_bytes()
+
+
+def test_the_main_jobs_round_robin_stopped_continues_with_the_command_it_prints(tmp_path, monkeypatch, capsys):
+    """``revolution main``'s evaluation is ``revolution eval``'s: stopped, it keeps its games and prints the command
+    that continues it (the training step is replaced here by a copy of the shipped bot as its best checkpoint)."""
+    from test_evaluation import stop_after
+
+    from revolution_env.evaluation import runner
+    from revolution_env.frontends import cli
+    from revolution_env.frontends.evaluate import main as eval_main
+
+    real = cli.main
+
+    def without_training(argv):
+        if argv[0] != "train":
+            return real(argv)
+        out = Path(argv[argv.index("--out") + 1])
+        out.mkdir(parents=True)
+        (out / "best.pt").write_bytes((ROOT / "checkpoints" / "three_players.pt").read_bytes())
+        return 0
+
+    with monkeypatch.context() as patch:
+        patch.setattr(cli, "main", without_training)
+        patch.setattr(runner, "default_workers", lambda: 1)  # no pool to start: main gives no --workers
+        stop_after(patch, 1)
+        assert cli.cmd_main(cli.build_parser().parse_args(["main", "--out", str(tmp_path), "--games", "1"])) == 130
+    err = capsys.readouterr().err
+    words = shlex.split(err.split("to continue, the same command: ")[1].strip())
+    assert words[:2] == ["revolution", "eval"] and "--pool" in words, err
+    out = Path(words[words.index("--out") + 1])
+    played = len((out / "games.jsonl").read_text().splitlines())
+    assert 0 < played < 20  # six agents, every lineup of three, one game each
+    assert eval_main([*words[2:], "--workers", "1", "--quiet"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["complete"] is True and results["progress"] == {"games_played": 20, "games_total": 20}
 
 
 def test_another_evaluation_into_a_folder_is_one_line_naming_the_difference(tmp_path, capsys):
