@@ -20,6 +20,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -230,6 +231,146 @@ def test_sigterm_to_an_evaluation_with_workers_exits_143_and_leaves_no_worker(tm
     assert proc.returncode == 143 and "Traceback" not in err, err
     wait_group_gone(proc.pid)
     wait_gone(workers)  # the pool's workers, in groups of their own, were stopped by the parent
+
+
+EVAL = ["eval", "--players", "3", "--pool", "random", "value", "bargain", "area", "--games", "12", "--seed", "7",
+        "--workers", "1", "--quiet"]  # fmt: skip
+
+
+def lines_in(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def stop_evaluation(out: Path, signum: int, after: int, *extra: str) -> tuple[int, str]:
+    """Run ``EVAL`` into ``out`` and send ``signum`` to its process group once games.jsonl holds ``after`` games;
+    its exit status and standard error."""
+    proc = subprocess.Popen([sys.executable, "-m", "revolution_env", *EVAL, *extra, "--out", str(out)], cwd=ROOT,
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.time() + 180
+        while lines_in(out / "games.jsonl") < after:
+            assert proc.poll() is None, f"it ended before it could be stopped: {proc.communicate()}"
+            assert time.time() < deadline, "no game was played"
+            time.sleep(0.02)
+        os.killpg(proc.pid, signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    wait_group_gone(proc.pid)
+    return proc.returncode, err
+
+
+def test_an_evaluation_killed_then_stopped_resumes_to_the_results_of_one_never_stopped(tmp_path):
+    """SIGKILL after the first games, then SIGTERM (with other workers) after more, then the same command to the end:
+    results.json and games.jsonl are those of an evaluation never stopped."""
+    from revolution_env.frontends.evaluate import main
+
+    out, games = tmp_path / "eval", tmp_path / "eval" / "games.jsonl"
+    code, err = stop_evaluation(out, signal.SIGKILL, 1)
+    killed = lines_in(games)
+    assert code == -signal.SIGKILL and 0 < killed < 48, err  # 4 lineups of 12 games: not all played
+    assert not (out / "results.json").exists()
+    code, err = stop_evaluation(out, signal.SIGTERM, killed + 1, "--workers", "2")
+    stopped = lines_in(games)
+    assert code == 143 and "Traceback" not in err, err
+    assert f"interrupted after {stopped} of 48 games" in err, err
+    assert "to continue, the same command: revolution eval --players 3 --pool random value bargain area" in err, err
+    results = json.loads((out / "results.json").read_text())
+    assert results["complete"] is False and results["progress"] == {"games_played": stopped, "games_total": 48}
+    assert killed < stopped < 48
+    proc = revolution(*EVAL[:-1], "--out", str(out))  # not --quiet: it says it continues
+    assert proc.returncode == 0, proc.stderr
+    assert f"{stopped} of 48 games already played" in proc.stderr
+    assert main([*EVAL[1:], "--out", str(tmp_path / "whole")]) == 0
+    assert json.loads((out / "results.json").read_text()) == json.loads(
+        (tmp_path / "whole" / "results.json").read_text()
+    )
+    assert games.read_bytes() == (tmp_path / "whole" / "games.jsonl").read_bytes()
+
+
+def test_the_main_jobs_round_robin_stopped_continues_with_the_command_it_prints(tmp_path, monkeypatch, capsys):
+    """``revolution main``'s evaluation is ``revolution eval``'s: stopped, it keeps its games and prints the command
+    that continues it (the training step is replaced here by a copy of the shipped bot as its best checkpoint)."""
+    from test_evaluation import stop_after
+
+    from revolution_env.evaluation import runner
+    from revolution_env.frontends import cli
+    from revolution_env.frontends.evaluate import main as eval_main
+
+    real = cli.main
+
+    def without_training(argv):
+        if argv[0] != "train":
+            return real(argv)
+        out = Path(argv[argv.index("--out") + 1])
+        out.mkdir(parents=True)
+        (out / "best.pt").write_bytes((ROOT / "checkpoints" / "three_players.pt").read_bytes())
+        return 0
+
+    with monkeypatch.context() as patch:
+        patch.setattr(cli, "main", without_training)
+        patch.setattr(runner, "default_workers", lambda: 1)  # no pool to start: main gives no --workers
+        stop_after(patch, 1)
+        assert cli.cmd_main(cli.build_parser().parse_args(["main", "--out", str(tmp_path), "--games", "1"])) == 130
+    err = capsys.readouterr().err
+    words = shlex.split(err.split("to continue, the same command: ")[1].strip())
+    assert words[:2] == ["revolution", "eval"] and "--pool" in words, err
+    out = Path(words[words.index("--out") + 1])
+    played = len((out / "games.jsonl").read_text().splitlines())
+    assert 0 < played < 20  # six agents, every lineup of three, one game each
+    assert eval_main([*words[2:], "--workers", "1", "--quiet"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["complete"] is True and results["progress"] == {"games_played": 20, "games_total": 20}
+
+
+def test_another_evaluation_into_a_folder_is_one_line_naming_the_difference(tmp_path, capsys):
+    """The folder holds an evaluation (interrupted or done): a command that would play other games is refused with
+    the difference, and nothing in the folder changes; the same command, or --force, goes on."""
+    from revolution_env.frontends.evaluate import main
+
+    out = tmp_path / "eval"
+    lineup = ["--players", "2", "--agents", "random", "value", "--games", "2", "--seed", "1", "--workers", "1",
+              "--quiet", "--out", str(out)]  # fmt: skip
+    assert main(lineup) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+    for extra, words in [
+        (["--games", "3"], "--games 2, not 3"),
+        (["--seed", "2"], "--seed 1, not 2"),
+        (["--max-rounds", "50"], "--max-rounds 100, not 50"),
+        (["--bid-refunds"], "--bid-refunds (not given), not true"),
+        (["--agents", "random", "area"], "the agents random value, not random area"),
+        (["--agents", "value", "random"], "the agents random value, not value random"),  # other seats
+    ]:
+        assert main([*lineup, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"holds an evaluation with {words}: give the same command" in err, err
+    pool = ["--players", "2", "--pool", "random", "value", "--games", "2", "--seed", "1", "--quiet", "--out", str(out)]
+    assert main(pool) == 2
+    assert "holds an evaluation with a lineup (--agents), not a round robin (--pool)" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert main(lineup) == 0  # the same command: nothing to play, the same files
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert main([*pool, "--force"]) == 0
+    assert json.loads((out / "evaluation.json").read_text())["mode"] == "pool"
+
+
+def test_a_checkpoint_changed_since_is_another_evaluation_and_a_folder_in_use_is_refused(tmp_path):
+    from revolution_env.evaluation.journal import open_journal
+    from revolution_env.evaluation.runner import lineup_tournament
+
+    bot = tmp_path / "bot.pt"
+    bot.write_bytes((ROOT / "checkpoints" / "two_players.pt").read_bytes())
+    tournament = lineup_tournament([str(bot), "random"], 2, seed=0, env_options={"players": 2})
+    with open_journal(tmp_path / "eval", tournament, "revolution eval ..."), pytest.raises(ValueError, match="in use"):
+        open_journal(tmp_path / "eval", tournament, "revolution eval ...")
+    with open_journal(tmp_path / "eval", tournament, "revolution eval ...") as journal:  # unlocked, the same
+        assert journal.done == {}
+    bot.write_bytes(bot.read_bytes() + b" ")  # retrained at the same path, say
+    with pytest.raises(ValueError, match=re.escape(f"with another {bot} (the file has changed since)")):
+        open_journal(tmp_path / "eval", tournament, "revolution eval ...")
 
 
 # --- fuzzing: scenario files, configs, command lines ---------------------------------------------------------------
