@@ -1265,8 +1265,8 @@ def test_the_first_edition_trains_on_the_vector_backend(tmp_path):
 
 @pytest.mark.parametrize("selfplay", [False, True])
 def test_a_run_keeps_no_finished_games_that_it_never_reads(tmp_path, selfplay):
-    """The batched env of a run keeps no finished games for ``pop_finished()`` (the env's default, 100,000, held
-    about 1.4 GB of records in a long 4-player run, read by nobody); asked for, it keeps them."""
+    """The batched env of a run keeps no finished games for ``pop_finished()`` (the env's default keeps 100,000
+    records, which a long run would hold in memory for nobody); asked for, it keeps them."""
     from revolution_training.train import make_vec_env
 
     changes = {"selfplay": {"enabled": True}} if selfplay else {"league": {"heuristics": ["random"]}}

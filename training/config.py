@@ -309,9 +309,9 @@ class TrainConfig:
     minibatch of this network is thousands of small operations, each an OpenMP region whose threads spin at its
     end until all have finished: on quiet cores more threads are a little faster, but beside a busy process the
     thread that waits spins while the other waits for a core, and one thread is much faster (``scripts/benchmark.py
-    --train ... --load 1`` measures both; the figures are in ``docs/experiments.md``). The rollouts' forward passes
-    run on one thread whatever this is (the opponents' threads need the cores then). The updates' sums depend on
-    the thread count."""
+    --train ... --load 1`` measures both; the figures are in the commit that made one thread the default). The
+    rollouts' forward passes run on one thread whatever this is (the opponents' threads need the cores then). The
+    updates' sums depend on the thread count."""
     init_from: str | None = None
     """Start from trained weights instead of random ones: a run folder (its last save: the policy and the value
     network) or a policy checkpoint ``.pt`` (the policy only; the value network starts fresh). The game options

@@ -17,7 +17,8 @@ the teacher decides for all of them in one call), or, on the ``subprocess`` back
 reproducible from the seed and ``n_envs``: each of the ``n_envs`` games in flight records whole games until it
 holds its share of ``steps``. With ``imitation.selfplay`` the teacher plays every seat of ``n_envs`` games against
 itself (``revolution_env.selfplay_vector_env``) and every seat's decisions are recorded, whole games until there are
-``steps`` of them: a recording of the same size costs about half the time, since no opponent decides for nothing.
+``steps`` of them: a recording of the same size is faster, since no opponent decides for nothing (the
+measurement: docs/experiments.md, "The main job").
 """
 
 from __future__ import annotations
@@ -348,10 +349,9 @@ def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, f
 
     Each minibatch's gradient is the sum of its two halves' (:func:`_half_gradients`), taken side by side in two
     threads (``workers.side_by_side``) or one after the other, whichever ``workers.Pace`` finds faster now (torch's
-    kernels release the GIL): the same weights either way, on any machine. Two passes over 400k decisions, 2
-    cores: 13.2 to 14.8 s side by side against 16.4 to 17.6 s for one minibatch on one thread; beside one busy
-    process 18 s side by side and 17 s one after the other. Torch's own two threads spin at their OpenMP
-    barriers: beside a busy process they took 2.2 times as long as one thread."""
+    kernels release the GIL): the same weights either way, on any machine. On quiet cores side by side is faster;
+    beside a busy process, one after the other; torch's own two threads spin at their OpenMP barriers and are
+    slower than one there (the measurements: docs/experiments.md, "The main job")."""
     policy = model.policy
     rng = np.random.default_rng(config.seed)
     fit, held = held_out(len(demos), config.seed)

@@ -154,8 +154,8 @@ def make_vec_env(config: TrainConfig, league_folder: Path, keep_finished: int = 
     ``n_envs`` batched games a row (``revolution_env.selfplay_vector_env``) and no league. With
     ``game.truncated_reward``, a game cut at ``max_rounds`` ends with that reward (:class:`TruncatedReward`).
     ``keep_finished``: the batched env's finished games kept for ``pop_finished()``; a run never reads them, so
-    none by default (the env's own default, 100,000, held about 1.4 GB of game records in a 4-player run of 2M
-    steps, and warned that it dropped the oldest)."""
+    none by default (the env's own default keeps 100,000 game records, which a long run would hold in memory for
+    nobody, and warns when it drops the oldest)."""
     venv = _games(config, league_folder, keep_finished)
     if config.game.truncated_reward is not None:
         venv = TruncatedReward(venv, config.game.truncated_reward)
@@ -366,10 +366,10 @@ def _origin(config: TrainConfig, step: int, wall_time: float, origin: dict[str, 
 
 def compile_ahead(config: TrainConfig) -> None:
     """Numba's machine code for this run before its first decision, where the cache lacks it (a fresh clone): the
-    heuristic bots in a background process (about a minute of one core; started here, unless ``revolution train``
-    started it before loading torch) while this process compiles the batched engine by playing a few random games
-    (about 15 s), then a wait for the bots with a line of progress. Without it the imitation's first minute
-    ran the bots' NumPy reference, five to fifty times slower."""
+    heuristic bots in a background process (started here, unless ``revolution train`` started it before loading
+    torch) while this process compiles the batched engine by playing a few random games, then a wait for the bots
+    with a line of progress. Without it the imitation would start on the bots' uncompiled code, which is much
+    slower."""
     from revolution_env.agents.compiled import COMPILING, building_since, ready, wait_until_ready
 
     bot = config.compiled_bot()
