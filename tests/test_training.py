@@ -913,13 +913,8 @@ def test_a_run_folder_from_before_the_sections_resumes_and_starts_another(finish
 
 
 def imitation_config(teacher: str, **changes) -> TrainConfig:
-    return tiny(
-        n_envs=1,
-        league={"heuristics": ["random"]},
-        imitation={"teacher": teacher},
-        game={"reward": "margin"},
-        **changes,
-    )
+    base = {"n_envs": 1, "league": {"heuristics": ["random"]}, "imitation": {"teacher": teacher}}
+    return tiny(**merge(merge(base, {"game": {"reward": "margin"}}), changes))
 
 
 @pytest.mark.parametrize("backend", ["vector", "subprocess"])
@@ -1097,7 +1092,7 @@ def test_a_run_with_a_teacher_imitates_it_first_through_the_cli(tmp_path):
     bad = write_config(tmp_path, n_envs=1, total_steps=64, imitation={"teacher": "valu"})
     proc = train_cli("--config", str(bad), "--out", str(tmp_path / "bad"))
     log, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 2 and "pretrain_teacher: expected an agent spec" in log and "got 'valu'" in log, log
+    assert proc.returncode == 2 and "imitation.teacher: expected an agent spec" in log and "got 'valu'" in log, log
 
 
 def test_a_run_from_an_imitation_evaluates_its_start_so_best_pt_never_scores_below_it(tmp_path):
