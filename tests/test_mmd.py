@@ -97,7 +97,7 @@ def rollout(tmp_path, algorithm: str, **changes):
 
 
 def test_with_the_regularisers_off_an_mmd_update_is_maskable_ppos(tmp_path):
-    _, venv, ppo = rollout(tmp_path, "ppo", n_epochs=2)
+    _, venv, ppo = rollout(tmp_path, "ppo", ppo={"n_epochs": 2})
     mmd = MagnetPPO(type(ppo.policy), ppo.env, magnet="uniform", magnet_coef=0.0, kl_coef=0.0, n_steps=ppo.n_steps,
                     batch_size=ppo.batch_size, n_epochs=ppo.n_epochs, ent_coef=ppo.ent_coef,
                     policy_kwargs=ppo.policy_kwargs, seed=0)  # fmt: skip

@@ -901,11 +901,13 @@ def test_a_run_folder_from_before_the_sections_resumes_and_starts_another(finish
     again = train(config.replace(total_steps=96, game={"reward": "margin"}), out=old, resume=True)  # its own reward
     resumed = json.loads((old / "state.json").read_text())
     assert again.step == resumed["step"] == 96 and resumed["config"]["game"]["reward"] == "win_loss"
-    state["config"] = flat_form(TrainConfig(**resumed["config"]))
-    (old / "state.json").write_text(json.dumps({**resumed, "config": state["config"]}))
-    with pytest.raises(ValueError, match="trained with reward 'win_loss', this config uses 'margin'"):
-        train(tiny(n_envs=1, total_steps=64, init_from=str(old), game={"reward": "margin"}), out=tmp_path / "next")
-    second = train(tiny(n_envs=1, total_steps=64, evaluation={"every": 0}, init_from=str(old)), out=tmp_path / "ok")
+    # init_from reads the reward the flat record names (margin here, so that a default could not pass for it)
+    flat = flat_form(TrainConfig(**merge(resumed["config"], {"game": {"reward": "margin"}})))
+    (old / "state.json").write_text(json.dumps({**resumed, "config": flat}))
+    with pytest.raises(ValueError, match="trained with reward 'margin', this config uses 'win_loss'"):
+        train(tiny(n_envs=1, total_steps=64, init_from=str(old)), out=tmp_path / "next")
+    start = tiny(n_envs=1, total_steps=64, evaluation={"every": 0}, init_from=str(old), game={"reward": "margin"})
+    second = train(start, out=tmp_path / "ok")
     assert second.step == 64 and read_checkpoint(tmp_path / "ok" / "latest.pt")["origin"]["step"] == 96
 
 
