@@ -384,11 +384,11 @@ RANDOM_LEAGUE = {"league": {"heuristics": ["random"], "p_latest": 0.0, "p_past":
 
 
 def default_training(steps: int, one_core: bool = False, **overrides) -> dict[str, float]:
-    """Train configs/default.yaml (with ``overrides``, in a config's form) for ``steps`` learner steps in a scratch
-    folder, evaluations and the imitation before PPO off (the imitation is a fixed cost, about 20 s, not a rate):
-    PPO's learner steps/s while it trains (from ``learn()`` to the last save, the run's own figure) and the seconds
-    of the rest of ``train()`` (start-up: imports, the league, the model; tear-down). ``one_core``: PPO's updates
-    and the opponents on one thread, so that the run's seconds are its work."""
+    """Train configs/default.yaml (with ``overrides``) for ``steps`` learner steps in a scratch folder, evaluations
+    and the imitation before PPO off (the imitation is a fixed cost, about 20 s, not a rate): PPO's learner steps/s
+    while it trains (from ``learn()`` to the last save, the run's own figure) and the seconds of the rest of
+    ``train()`` (start-up: imports, the league, the model; tear-down). ``one_core``: PPO's updates and the
+    opponents on one thread, so that the run's seconds are its work."""
     import tempfile
     from pathlib import Path
 
