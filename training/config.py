@@ -1,37 +1,35 @@
-"""The training configuration: ``TrainConfig``, a dataclass in sections, one docstring per field, read from YAML.
+"""The training configuration: ``TrainConfig``, a dataclass in sections, one docstring per field, read from YAML::
 
-```python
-from revolution_training.config import load_config
-config = load_config("configs/default.yaml")   # unknown keys and bad values raise ValueError naming the key
-config.env_options()                          # the options every environment and agent of the run is built with
-config.league.p_latest                        # a section's field
-config.replace(total_steps=10_000, league={"p_latest": 0.0})   # a checked copy; a section changes key by key
-```
+    from revolution_training.config import load_config
+    config = load_config("configs/default.yaml")   # unknown keys and bad values raise ValueError naming the key
+    config.env_options()                          # the options every environment and agent of the run is built with
+    config.league.p_latest                        # a section's field
+    config.replace(total_steps=10_000, league={"p_latest": 0.0})   # a checked copy; a section changes key by key
 
 A config has the run's own keys at the top (:class:`TrainConfig`'s fields: ``total_steps``, ``seed``, ``out``,
-...) and a mapping per section, each a dataclass of its own:
+...) and a mapping per section, each a dataclass of its own::
 
-```yaml
-total_steps: 125_000
-game:
-  players: 3
-ppo:
-  learning_rate: 2.5e-4
-league:
-  heuristics: [random, value]
-```
+    total_steps: 125_000
+    game:
+      players: 3
+    ppo:
+      learning_rate: 2.5e-4
+    league:
+      heuristics: [random, value]
 
-| section      | dataclass                 | what it sets                                                        |
-|--------------|---------------------------|---------------------------------------------------------------------|
-| `game`       | :class:`GameConfig`       | the game the learner plays and the reward it is paid                |
-| `policy`     | :class:`PolicyConfig`     | the learner's network and its action (a new policy head goes here)  |
-| `ppo`        | :class:`PPOConfig`        | PPO's rollouts and updates                                          |
-| `imitation`  | :class:`ImitationConfig`  | behaviour cloning of a teacher before PPO                           |
-| `league`     | :class:`LeagueConfig`     | the opponents: snapshots, heuristics, how seats are drawn (PFSP)    |
-| `selfplay`   | :class:`SelfPlayConfig`   | pure self-play, every seat the learner, instead of a league         |
-| `mmd`        | :class:`MMDConfig`        | Magnetic Mirror Descent's regularisers (``algorithm: mmd``)         |
-| `exploiters` | :class:`ExploitersConfig` | best responses to the learner trained during the run, then played   |
-| `evaluation` | :class:`EvaluationConfig` | the evaluations during the run, and which one ``best.pt`` keeps     |
+==============  ===========================  ==================================================================
+section         dataclass                    what it sets
+==============  ===========================  ==================================================================
+``game``        :class:`GameConfig`          the game the learner plays and the reward it is paid
+``policy``      :class:`PolicyConfig`        the learner's network and its action (a new policy head goes here)
+``ppo``         :class:`PPOConfig`           PPO's rollouts and updates
+``imitation``   :class:`ImitationConfig`     behaviour cloning of a teacher before PPO
+``league``      :class:`LeagueConfig`        the opponents: snapshots, heuristics, how seats are drawn (PFSP)
+``selfplay``    :class:`SelfPlayConfig`      pure self-play, every seat the learner, instead of a league
+``mmd``         :class:`MMDConfig`           Magnetic Mirror Descent's regularisers (``algorithm: mmd``)
+``exploiters``  :class:`ExploitersConfig`    best responses to the learner trained during the run, then played
+``evaluation``  :class:`EvaluationConfig`    the evaluations during the run, and which one ``best.pt`` keeps
+==============  ===========================  ==================================================================
 
 A PSRO config adds a ``psro:`` section of its own (``revolution_training.psro.PsroConfig``).
 
