@@ -25,7 +25,7 @@ buffer, PPO's updates; the difference is what the league's opponents cost); and 
 opponents on one thread, whose seconds are the run's work: no schedule on this machine's cores can beat that work
 shared perfectly among them, so ``cores x`` that rate bounds the first (the first and the third are each the mean
 of two runs in the order A B B A, since a run's rate moves with what ran before it). A last run trains it with
-``selfplay: true``
+``selfplay: {enabled: true}``
 (every seat of every game the learner): its learner steps are rows, the real decisions among them counted apart.
 
 ``--load N`` measures everything twice, alone and then beside N busy processes that the script starts and stops
@@ -380,7 +380,7 @@ def goofspiel_random_play(players: int = 3, cards: int = 13):
 
 # The league of configs/default.yaml with every opponent seat `random` (drawn in batch, nearly free): what the
 # learner itself costs (its forward passes, SB3's buffer, PPO's updates) beside the default league's opponents.
-RANDOM_LEAGUE = {"heuristics": ["random"], "p_latest": 0.0, "p_past": 0.0, "p_heuristics": 1.0}
+RANDOM_LEAGUE = {"league": {"heuristics": ["random"], "p_latest": 0.0, "p_past": 0.0, "p_heuristics": 1.0}}
 
 
 def default_training(steps: int, one_core: bool = False, **overrides) -> dict[str, float]:
@@ -392,15 +392,16 @@ def default_training(steps: int, one_core: bool = False, **overrides) -> dict[st
     import tempfile
     from pathlib import Path
 
-    from revolution_training.config import load_config
+    from revolution_training.config import load_config, merge
     from revolution_training.train import train
 
     from revolution_env.common.workers import environment
 
     config = load_config(Path(__file__).resolve().parent.parent / "configs" / "default.yaml")
-    if config.magnet == "imitation":  # without the imitation, the magnet is the start, frozen: the same forward pass
-        overrides = {"magnet": "latest", "magnet_every": steps + 1, **overrides}
-    config = config.replace(total_steps=steps, eval_every=0, pretrain_teacher=None, **overrides)
+    if config.mmd.magnet == "imitation":  # without the imitation, the magnet is the start, frozen: the same pass
+        overrides = merge({"mmd": {"magnet": "latest", "magnet_every": steps + 1}}, overrides)
+    off = {"evaluation": {"every": 0}, "imitation": {"teacher": None}}
+    config = config.replace(**merge(merge({"total_steps": steps}, off), overrides))
     threads = {}
     if one_core:
         config = config.replace(torch_threads=1)
@@ -421,13 +422,13 @@ def default_training(steps: int, one_core: bool = False, **overrides) -> dict[st
 
 
 def selfplay_training(steps: int, **overrides) -> dict[str, float]:
-    """``default_training`` with ``selfplay: true`` (the league's keys back to their defaults). A learner step is a
-    row, a seat of a game: ``rows_per_s`` counts them all, ``decisions_per_s`` those with a real decision (a row
-    that waits while another seat decides steps with the no-op), from the env's own count."""
+    """``default_training`` with ``selfplay: {enabled: true}`` (the league's keys back to their defaults). A learner
+    step is a row, a seat of a game: ``rows_per_s`` counts them all, ``decisions_per_s`` those with a real decision
+    (a row that waits while another seat decides steps with the no-op), from the env's own count."""
     from unittest import mock
 
     import revolution_training.train as training
-    from revolution_training.config import LEAGUE_OPPONENTS
+    from revolution_training.config import LEAGUE_OPPONENTS, merge
 
     made, make = [], training.make_vec_env
 
@@ -436,7 +437,7 @@ def selfplay_training(steps: int, **overrides) -> dict[str, float]:
         return made[-1]
 
     with mock.patch.object(training, "make_vec_env", kept):
-        run = default_training(steps, selfplay=True, **{**LEAGUE_OPPONENTS, **overrides})
+        run = default_training(steps, **merge(merge(LEAGUE_OPPONENTS, {"selfplay": {"enabled": True}}), overrides))
     share = made[0].get_attr("decisions_made")[0] / run["steps"]
     return {**run, "rows_per_s": run["decisions_per_s"], "decisions_per_s": run["decisions_per_s"] * share}
 
@@ -559,7 +560,7 @@ def main() -> None:
         metavar="STEPS",
         help="also train the default config (configs/default.yaml, no evaluations) for STEPS learner steps three "
         "times: as configured, with every opponent seat random (the learner's own cost), and on one thread (the "
-        "run's work, which bounds what the cores can do), then once by pure self-play (selfplay: true); report "
+        "run's work, which bounds what the cores can do), then once by pure self-play (selfplay.enabled: true); report "
         "their learner steps/s beside the single-agent env's random play",
     )
     parser.add_argument(

@@ -34,7 +34,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from revolution_training.checkpoint import read_checkpoint
-from revolution_training.config import TrainConfig, load_config
+from revolution_training.config import FIELDS as CONFIG_FIELDS
+from revolution_training.config import SECTIONS, TrainConfig, load_config, merge
 from revolution_training.league import League
 from revolution_training.train import RUN_FORMAT, read_state, train
 from test_training import TINY, wait_for_save, write_config
@@ -97,7 +98,7 @@ def test_a_state_json_naming_a_file_elsewhere_is_refused_and_nothing_is_deleted(
              "evaluations": [], "config": TrainConfig(**TINY).to_dict()}  # fmt: skip
     (run / "state.json").write_text(json.dumps(state))
     with pytest.raises(ValueError, match=r"state.json: model: expected saves/model_<12 digits>.zip"):
-        train(TrainConfig(**{**TINY, "total_steps": 128}), out=run, resume=True)
+        train(TrainConfig(**merge(TINY, {"total_steps": 128})), out=run, resume=True)
     assert victim.read_text() == "precious"
 
 
@@ -116,12 +117,12 @@ def test_a_league_json_naming_a_file_elsewhere_is_refused_and_nothing_is_deleted
 def test_resuming_a_run_whose_saved_config_is_bad_is_one_error(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    config = {**TrainConfig(**TINY).to_dict(), "eval_opponents": ["nosuch"]}
+    config = merge(TrainConfig(**TINY).to_dict(), {"evaluation": {"opponents": ["nosuch"]}})
     state = {"format": RUN_FORMAT, "version": 1, "step": 64, "wall_time": 1.0, "model": "saves/model_000000000064.zip",
              "evaluations": [], "config": config}  # fmt: skip
     (run / "state.json").write_text(json.dumps(state))
     one_line_error(revolution("train", "--config", str(write_config(tmp_path)), "--out", str(run), "--resume"),
-                   "state.json: eval_opponents: expected an agent spec")  # fmt: skip
+                   "state.json: evaluation.opponents: expected an agent spec")  # fmt: skip
 
 
 @pytest.mark.parametrize("text", ["{not json", "[]", '{"format": "revolution-train-run"}', "\xff\xfe"])
@@ -137,7 +138,7 @@ def test_a_corrupt_state_json_is_one_error_naming_the_file(tmp_path, text):
 @pytest.mark.parametrize("backend", ["subprocess", "vector"])
 def test_sigterm_to_the_process_group_saves_exits_143_and_resumes(tmp_path, backend):
     out = tmp_path / "run"
-    config = write_config(tmp_path, n_envs=2, total_steps=100_000, eval_every=0, env_backend=backend)
+    config = write_config(tmp_path, n_envs=2, total_steps=100_000, evaluation={"every": 0}, env_backend=backend)
     proc = subprocess.Popen([sys.executable, "-m", "revolution_env", "train", "--no-progress", "--config",
                              str(config), "--out", str(out)], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
@@ -162,9 +163,20 @@ def test_sigterm_to_the_process_group_saves_exits_143_and_resumes(tmp_path, back
 
 def test_sigterm_while_an_exploiter_trains_drops_it_saves_the_run_and_exits_143(tmp_path):
     out = tmp_path / "run"
-    config = write_config(tmp_path, n_envs=2, total_steps=100_000, eval_every=0, opponent_sampling="pfsp",
-                          heuristics=["random"], p_latest=0.2, p_past=0.4, p_heuristics=0.4, exploiter_every=128,
-                          exploiter_steps=20_000)  # fmt: skip
+    config = write_config(
+        tmp_path,
+        n_envs=2,
+        total_steps=100_000,
+        evaluation={"every": 0},
+        league={
+            "opponent_sampling": "pfsp",
+            "heuristics": ["random"],
+            "p_latest": 0.2,
+            "p_past": 0.4,
+            "p_heuristics": 0.4,
+        },
+        exploiters={"every": 128, "steps": 20_000},
+    )
     proc = subprocess.Popen([sys.executable, "-m", "revolution_env", "train", "--no-progress", "--config",
                              str(config), "--out", str(out)], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
@@ -194,7 +206,7 @@ def test_sigterm_while_an_exploiter_trains_drops_it_saves_the_run_and_exits_143(
 
 def test_an_env_worker_killed_alone_ends_the_run_with_a_save_and_one_line(tmp_path):
     out = tmp_path / "run"
-    config = write_config(tmp_path, n_envs=2, total_steps=100_000, eval_every=0, env_backend="subprocess")
+    config = write_config(tmp_path, n_envs=2, total_steps=100_000, evaluation={"every": 0}, env_backend="subprocess")
     proc = subprocess.Popen([sys.executable, "-m", "revolution_env", "train", "--no-progress", "--config",
                              str(config), "--out", str(out)], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
@@ -391,15 +403,29 @@ def test_a_fuzzed_scenario_file_is_one_scenario_error(tmp_path, blob):
         assert "\n" not in str(exc)
 
 
-FIELDS = sorted(TrainConfig().to_dict())
+FIELDS = [*CONFIG_FIELDS, *SECTIONS]  # a section's field as section.field, and each section as a whole
+
+
+def nested(fields: dict) -> dict:
+    """``{"game.players": 3}`` as a config file has it, ``{"game": {"players": 3}}`` (a section given whole stays)."""
+    out: dict = {}
+    for key, value in fields.items():
+        section, dot, name = key.partition(".")
+        if dot and isinstance(out.get(section, {}), dict):
+            out.setdefault(section, {})[name] = value
+        elif not dot:
+            out[key] = value
+    return out
+
+
 HOSTILE = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
                     st.text(max_size=6), st.lists(st.integers(-3, 3) | st.text(max_size=3), max_size=3),
                     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))  # fmt: skip
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.one_of(st.dictionaries(st.sampled_from([*FIELDS, "nosuch"]), HOSTILE, max_size=4).map(yaml.safe_dump),
-                 st.text(max_size=120)))  # fmt: skip
+@given(st.one_of(st.dictionaries(st.sampled_from([*FIELDS, "nosuch", "game.nosuch", "players"]), HOSTILE, max_size=4)
+                 .map(nested).map(yaml.safe_dump), st.text(max_size=120)))  # fmt: skip
 def test_a_fuzzed_config_loads_or_is_one_value_error(tmp_path, text):
     path = tmp_path / "fuzzed.yaml"
     path.write_text(text, encoding="utf-8")

@@ -19,7 +19,7 @@ compared. The magnet (``TrainConfig.magnet``):
 - ``uniform``: the uniform policy over the legal actions of each head, ``KL(pi || uniform) = log(legal) - H(pi)``:
   an entropy bonus taken per head, which MMD's theory asks for (a quantal response equilibrium of temperature
   ``magnet_coef``, near a Nash equilibrium when it is small);
-- ``imitation``: a frozen copy of the policy right after imitating ``pretrain_teacher``: play stays near the
+- ``imitation``: a frozen copy of the policy right after imitating ``imitation.teacher``: play stays near the
   teacher's where the game gives no reason to leave it;
 - ``latest``: a frozen copy of the policy, replaced by the current one every ``magnet_every`` learner steps (the
   moving magnet of OpenSpiel's ``nash_pg.py``): the fixed point of the sequence is an equilibrium, not a

@@ -4,7 +4,7 @@ mixture (``mix:``), or a checkpoint played with search over its bids (``search:P
 Specs are what the command line and the evaluation reports call agents. A checkpoint (a ``.pt`` file, or any
 existing file) is loaded by :mod:`.checkpoint` (torch reads the file; no training library is needed). It plays its
 most likely legal action, or samples from its masked distribution (a mixed strategy, seeded by the agent's
-``reset``) where the checkpoint says it is meant to play so (a run with ``eval_sample``: its ``policy["play"]`` is
+``reset``) where the checkpoint says it is meant to play so (a run with ``evaluation.sample``: its ``policy["play"]`` is
 ``sample``); ``:sample`` after the path (``checkpoints/two_players.pt:sample``) samples, ``:argmax`` takes the
 argmax, whatever the checkpoint says. ``mix:SPEC@W,SPEC@W`` draws
 the agent of each decision among several (:mod:`.mixture`).
