@@ -54,6 +54,12 @@ class TrainConfig:
     ``tokens`` (one token of the bid a step, a Discrete action: the policy is autoregressive over a bid, so it can
     mix over whole bids; a bid takes as many steps as the tokens held). Opponents always bid whole bids; a
     token-mode checkpoint plays in any game. ``tokens`` needs the vector backend."""
+    bid_head: str = "factorised"
+    """The bid mode's action head: ``factorised`` (each token's target drawn independently: a product distribution)
+    or ``autoregressive`` (each token's target conditioned on the tokens already placed, in one step of the env:
+    the policy can put its mass on a few whole bids; ``revolution_training.distributions.AutoregressiveBidHead``).
+    ``init_from`` or a ``magnet`` may name a factorised policy for an autoregressive run (it starts as that
+    policy); not the other way round."""
 
     # --- PPO -----------------------------------------------------------------------------------------------------
     algorithm: str = "ppo"
@@ -412,6 +418,7 @@ CHECKS = {
     "reward": _one_of(*REWARDS),
     "truncated_reward": lambda v: None if v is None or _is_number(v) else "a number, or null (the game's own reward)",
     "action_mode": _one_of(*ACTION_MODES),
+    "bid_head": _one_of("factorised", "autoregressive"),
     "algorithm": _one_of("ppo", "mmd"),
     "magnet": _magnet,
     "magnet_coef": lambda v: None if _is_number(v) and v >= 0 else "a non-negative number",
@@ -517,6 +524,9 @@ def check(config: TrainConfig) -> None:
         raise ValueError("bid_refunds: the two-player variant always plays with Bid Refunds")
     if config.action_mode == "tokens" and config.backend() != "vector":
         raise ValueError("action_mode: tokens trains on the batched engine only (env_backend: auto or vector)")
+    if config.bid_head == "autoregressive" and config.action_mode != "bid":
+        raise ValueError("bid_head: autoregressive is a head of the bid mode (the token mode builds a bid token by "
+                         "token already)")  # fmt: skip
     if config.pretrain_selfplay and (config.action_mode != "bid" or config.backend() != "vector"):
         raise ValueError("pretrain_selfplay: records the bid mode on the batched engine only (action_mode: bid, "
                          "env_backend: auto or vector)")  # fmt: skip
