@@ -343,7 +343,9 @@ class AutoregressiveBidPolicy(MaskableActorCriticPolicy):
         super().__init__(*args, **kwargs)
 
     def _build(self, lr_schedule: Any) -> None:
-        self.action_dist = AutoregressiveBidDistribution(list(self.action_space.nvec), self.token_blocks, self.head_size)
+        self.action_dist = AutoregressiveBidDistribution(
+            list(self.action_space.nvec), self.token_blocks, self.head_size
+        )
         super()._build(lr_schedule)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
