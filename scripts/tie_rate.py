@@ -28,6 +28,7 @@ def main() -> None:
     parser.add_argument("--states-from", nargs="+", default=None, help="the lineup whose games give the states")
     parser.add_argument("--games", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--last-round", type=int, default=12, help="the rounds from this one are pooled in one row")
     parser.add_argument("--json", default=None, help="write the reports here")
     args = parser.parse_args()
     lineup = args.states_from or DEFAULT_STATES[: args.players]
@@ -35,7 +36,7 @@ def main() -> None:
     print(f"{len(states)} bid decisions from {args.games} games of {', '.join(lineup)} ({args.players} players)")
     reports = []
     for spec in args.agents:
-        report = bid_mixing(spec, states, seed=args.seed)
+        report = bid_mixing(spec, states, seed=args.seed, last_round=args.last_round)
         reports.append(report.to_dict())
         low, high = report.tie_rate_ci95
         exact = (
