@@ -153,8 +153,8 @@ def test_the_tiny_case_sums_to_one_and_sampling_follows_it_by_counting():
     sampler = distribution(head, raw.expand(n, -1), mask.expand(n, -1))
     drawn = [tuple(a) for a in sampler.sample().tolist()]
     chooser = AutoregressiveChooser(checkpoint_head(head), np.array(TINY_NVEC))
-    numpy_drawn = [tuple(a) for a in chooser.choose_batch(
-        np.repeat(raw.detach().numpy(), n, 0), np.repeat(mask.numpy(), n, 0), np.random.default_rng(4)).tolist()]  # fmt: skip
+    repeated = np.repeat(raw.detach().numpy(), n, 0), np.repeat(mask.numpy(), n, 0)
+    numpy_drawn = [tuple(a) for a in chooser.choose_batch(*repeated, np.random.default_rng(4)).tolist()]
     for draws in (drawn, numpy_drawn):
         assert set(draws) <= set(bids)
         for bid, prob in zip(bids, p.tolist()):

@@ -26,10 +26,11 @@ every action dimension (``sum(nvec)`` logits). Its input is the observation vect
 (``deterministic=True``, the default) or samples one. With an autoregressive bid head (``bid_head``,
 :class:`AutoregressiveChooser`) the last layer also gives the head's context, and each token's target is chosen
 given the tokens already placed. The critic (``critic``) is an MLP of the same input to one number, the value the
-policy's training reward expects from the observing seat (``PolicyAgent.value``). A token-mode policy (``nvec = [n]``, the token mode's
-``Discrete(n)``; its observation ends with the bid under construction) plays a bid token by token, one forward
-pass per token, and hands it over as the bid mode's action: it plays in any game, as every agent does. The
-forward pass runs in numpy. torch is needed only to read the file (``pip install -e '.[torch]'``); writing checkpoints belongs to the training package.
+policy's training reward expects from the observing seat (``PolicyAgent.value``). A token-mode policy
+(``nvec = [n]``, the token mode's ``Discrete(n)``; its observation ends with the bid under construction) plays a
+bid token by token, one forward pass per token, and hands it over as the bid mode's action: it plays in any game,
+as every agent does. The forward pass runs in numpy. torch is needed only to read the file
+(``pip install -e '.[torch]'``); writing checkpoints belongs to the training package.
 """
 
 from __future__ import annotations
