@@ -100,6 +100,12 @@ class PolicyConfig:
     ``tokens`` (one token of the bid a step, a Discrete action: the policy is autoregressive over a bid, so it can
     mix over whole bids; a bid takes as many steps as the tokens held). Opponents always bid whole bids; a
     token-mode checkpoint plays in any game. ``tokens`` needs the vector backend."""
+    bid_head: str = "factorised"
+    """The bid mode's action head: ``factorised`` (each token's target drawn independently: a product distribution)
+    or ``autoregressive`` (each token's target conditioned on the tokens already placed, in one step of the env:
+    the policy can put its mass on a few whole bids; ``revolution_training.distributions.AutoregressiveBidHead``).
+    ``init_from`` or an ``mmd.magnet`` may name a factorised policy for an autoregressive run (it starts as that
+    policy); not the other way round."""
     net_arch: list[int] = field(default_factory=lambda: [128, 128])
     """Hidden layer sizes of the policy and of the value network (separate networks of the same shape)."""
     activation: str = "tanh"
@@ -440,7 +446,7 @@ FIELDS = (*RUN_FIELDS, *(f"{s}.{f.name}" for s, kind in SECTIONS.items() for f i
 FLAT = {
     **{k: f"game.{k}" for k in ("players", "bid_refunds", "area_control_bonus", "first_edition", "max_rounds", "board",
                                 "reward", "truncated_reward")},
-    **{k: f"policy.{k}" for k in ("action_mode", "net_arch", "activation")},
+    **{k: f"policy.{k}" for k in ("action_mode", "bid_head", "net_arch", "activation")},
     **{k: f"ppo.{k}" for k in ("n_steps", "batch_size", "n_epochs", "learning_rate", "lr_schedule", "gamma",
                                "gae_lambda", "ent_coef", "vf_coef", "clip_range", "max_grad_norm")},
     **{f"pretrain_{k}": f"imitation.{k}" for k in ("teacher", "steps", "selfplay", "epochs", "batch_size",
@@ -612,6 +618,7 @@ CHECKS = {
     "game.reward": _one_of(*REWARDS),
     "game.truncated_reward": lambda v: None if v is None or _is_number(v) else "a number, or null (the game's own)",
     "policy.action_mode": _one_of(*ACTION_MODES),
+    "policy.bid_head": _one_of("factorised", "autoregressive"),
     "policy.net_arch": _net_arch,
     "policy.activation": _one_of(*ACTIVATIONS),
     "ppo.n_steps": _positive_int,
@@ -701,6 +708,9 @@ def check(config: TrainConfig) -> None:
         raise ValueError("game.bid_refunds: the two-player variant always plays with Bid Refunds")
     if config.policy.action_mode == "tokens" and config.backend() != "vector":
         raise ValueError("policy.action_mode: tokens trains on the batched engine only (env_backend: auto or vector)")
+    if config.policy.bid_head == "autoregressive" and config.policy.action_mode != "bid":
+        raise ValueError("policy.bid_head: autoregressive is a head of the bid mode (the token mode builds a bid token "
+                         "by token already)")  # fmt: skip
     if imitation.selfplay and (config.policy.action_mode != "bid" or config.backend() != "vector"):
         raise ValueError("imitation.selfplay: records the bid mode on the batched engine only (policy.action_mode: "
                          "bid, env_backend: auto or vector)")  # fmt: skip

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from revolution_training.config import TrainConfig
+from revolution_training.distributions import AutoregressiveBidHead
 from revolution_training.league import LeagueReader
 from revolution_training.policy import critic_and_actor_latent
 from revolution_training.selfplay import make_selfplay_env
@@ -398,7 +399,11 @@ def _half_gradients(
     obs, actions, masks, returns = batch
     values, latent = critic_and_actor_latent(policy, obs)
     logits = policy.action_net(latent)
-    log_prob = runs.log_prob(runs.log_softmax(logits, runs.legal(masks)), actions.view(len(actions), len(runs.nvec)))
+    actions = actions.view(len(actions), len(runs.nvec))
+    if isinstance(policy.action_net, AutoregressiveBidHead):  # its steps along the teacher's bid
+        log_prob = policy.action_net.follow(logits, masks.bool(), actions).log_prob
+    else:
+        log_prob = runs.log_prob(runs.log_softmax(logits, runs.legal(masks)), actions)
     loss = (vf_coef * (values - returns).square().sum() - log_prob.sum()) / size
     grads = torch.autograd.grad(loss, params, allow_unused=True)
     return [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]

@@ -54,11 +54,11 @@ from revolution_training.checkpoint import (
     save_checkpoint,
 )
 from revolution_training.config import MIRROR, TrainConfig, dotted, dump_config, from_dict, sectioned
-from revolution_training.distributions import MaskableMultiDiscretePolicy
+from revolution_training.distributions import AutoregressiveBidPolicy, MaskableMultiDiscretePolicy
 from revolution_training.exploit import ExploitResult, default_folder, exploit_config, final_games_seed, measure
 from revolution_training.league import League, LeagueReader, plot_matrix
 from revolution_training.mmd import MagnetPPO
-from revolution_training.policy import actor_layers, policy_from_sb3
+from revolution_training.policy import load_actor, policy_from_sb3
 from revolution_training.pretrain import clone, collect
 from revolution_training.selfplay import make_selfplay_env
 from revolution_training.vec_env import SB3VecEnv, TruncatedReward
@@ -76,6 +76,7 @@ from revolution_env.common.workers import (
     start_workers,
     stop_signals_blocked,
 )
+from revolution_env.env.core import Core, EnvConfig
 
 STATE_FILE = "state.json"
 CONFIG_FILE = "config.yaml"
@@ -235,10 +236,15 @@ def new_model(config: TrainConfig, venv: VecEnv) -> MaskablePPO:
                  "magnet_coef": config.mmd.magnet_coef, "kl_coef": config.mmd.kl_coef,
                  "magnet_every": config.mmd.magnet_every}  # fmt: skip
     rate = config.ppo.learning_rate
+    # "MlpPolicy" with a faster masked distribution (training/distributions.py), or the autoregressive bid head;
+    # the token mode's Discrete action is one categorical, MlpPolicy's own
+    policy: Any = "MlpPolicy" if config.policy.action_mode == "tokens" else MaskableMultiDiscretePolicy
+    head: dict[str, Any] = {}
+    if config.policy.bid_head == "autoregressive":
+        policy = AutoregressiveBidPolicy
+        head = {"token_blocks": list(Core(EnvConfig.from_options(config.env_options())).codec.n_tokens)}
     return algorithm(
-        # "MlpPolicy" with a faster masked distribution (training/distributions.py); the token mode's Discrete
-        # action is one categorical, MlpPolicy's own
-        "MlpPolicy" if config.policy.action_mode == "tokens" else MaskableMultiDiscretePolicy,
+        policy,
         venv,
         # SB3 calls a schedule with the fraction of the run left (1 at the start, 0 at total_steps)
         learning_rate=(lambda left: rate * left) if config.ppo.lr_schedule == "linear" else rate,
@@ -256,6 +262,7 @@ def new_model(config: TrainConfig, venv: VecEnv) -> MaskablePPO:
             "net_arch": list(config.policy.net_arch),
             "activation_fn": activation,
             "optimizer_kwargs": {"fused": True},
+            **head,
         },
         seed=config.seed,
         device=config.device,
@@ -292,11 +299,8 @@ def load_initial_weights(model: MaskablePPO, config: TrainConfig) -> tuple[str, 
         raise ValueError(f"init_from: {source}: no such run folder or checkpoint file")
     checkpoint = read_checkpoint(source)
     _check_source(checkpoint, config, str(source))
-    weights = checkpoint["policy"]["state_dict"]
-    with torch.no_grad():
-        for i, layer in enumerate(actor_layers(model.policy)):
-            layer.weight.copy_(weights[f"layers.{i}.weight"])
-            layer.bias.copy_(weights[f"layers.{i}.bias"])
+    policy = model.policy
+    load_actor(checkpoint["policy"], policy.mlp_extractor.policy_net, policy.action_net, f"init_from: {source}")
     origin = _origin(config, checkpoint["step"], checkpoint.get("wall_time", 0.0), checkpoint.get("origin"))
     return f"policy of {source} at step {checkpoint['step']:,} (the value network starts fresh)", origin
 
