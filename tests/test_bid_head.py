@@ -318,9 +318,9 @@ def test_a_factorised_policy_starts_an_autoregressive_head_with_its_logits(tmp_p
 
 def test_bad_bid_head_configs_are_one_line():
     with pytest.raises(ValueError, match="bid_head: expected one of factorised, autoregressive, got 'lstm'"):
-        check(TrainConfig(bid_head="lstm"))
+        check(TrainConfig(policy={"bid_head": "lstm"}))
     with pytest.raises(ValueError, match="bid_head: autoregressive is a head of the bid mode"):
-        check(TrainConfig(bid_head="autoregressive", action_mode="tokens"))
+        check(TrainConfig(policy={"bid_head": "autoregressive", "action_mode": "tokens"}))
 
 
 # --- learning ----------------------------------------------------------------------------------------------------
@@ -352,8 +352,9 @@ def test_imitation_learns_a_mixture_of_two_whole_bids_with_the_autoregressive_he
 
     from revolution_env.agents.heuristics import ValueBot
 
-    config = TrainConfig(players=3, n_envs=2, n_steps=32, batch_size=64, net_arch=[64], bid_head=head, seed=3,
-                         pretrain_epochs=30, pretrain_batch_size=64, pretrain_learning_rate=3e-3)  # fmt: skip
+    config = TrainConfig(n_envs=2, seed=3, game={"players": 3}, policy={"net_arch": [64], "bid_head": head},
+                         ppo={"n_steps": 32, "batch_size": 64},
+                         imitation={"epochs": 30, "batch_size": 64, "learning_rate": 3e-3})  # fmt: skip
     env = revolution_env.vector_env(16, players=3, opponents="value")
     bot = ValueBot(players=3)
     obs, info = env.reset(seed=0)
@@ -396,10 +397,13 @@ def test_training_with_the_autoregressive_head_end_to_end(tmp_path):
     checkpoints carry the head and the critic, and play."""
     from revolution_training.train import train
 
-    config = TrainConfig(players=3, total_steps=256, n_envs=4, n_steps=32, batch_size=64, n_epochs=1, net_arch=[16],
-                         snapshot_every=128, max_snapshots=2, eval_every=256, eval_games=2, save_every=128,
-                         bid_head="autoregressive", pretrain_teacher="value", pretrain_steps=200, algorithm="mmd",
-                         magnet="imitation", eval_sample=True, eval_opponents=["random"])  # fmt: skip
+    config = TrainConfig(
+        total_steps=256, n_envs=4, save_every=128, algorithm="mmd",
+        game={"players": 3}, policy={"net_arch": [16], "bid_head": "autoregressive"},
+        ppo={"n_steps": 32, "batch_size": 64, "n_epochs": 1}, league={"snapshot_every": 128, "max_snapshots": 2},
+        evaluation={"every": 256, "games": 2, "sample": True, "opponents": ["random"]},
+        imitation={"teacher": "value", "steps": 200}, mmd={"magnet": "imitation"},
+    )  # fmt: skip
     out = tmp_path / "run"
     result = train(config, out=out)
     assert result.step >= 256
