@@ -61,10 +61,10 @@ class Settings:
     ``oracle_gain``: what a best response must gain, in the game solved, to join; ``method``: the solver
     (:data:`.matrix_games.METHODS`)."""
 
-    candidates: int = 6
+    candidates: int = 4
     iterations: int = 1000
-    pool: int = 64
-    oracle: int = 2
+    pool: int = 16
+    oracle: int = 1
     oracle_gain: float = 0.02
     method: str = "auto"
 
