@@ -221,3 +221,24 @@ def test_bad_games_and_settings_are_refused_in_one_line():
         solve(np.zeros((2, 2, 2, 3)), method="lp")
     with pytest.raises(ValueError, match="matrix"):
         zero_sum_lp(np.zeros(3))
+
+
+def test_regret_matching_is_the_same_compiled_and_as_plain_python():
+    """The loop is compiled with Numba where it is installed (the same code runs as plain Python without it)."""
+    from plain_python import run_without_numba
+
+    games = {"pairwise": pairwise(BIASED_RPS), "blotto": zero_sum(blotto(4, 5))}
+    for name, U in games.items():
+        for alternating in (True, False):
+            x = regret_matching(U, 50, alternating).strategies
+            run_without_numba(
+                "import numpy as np\n"
+                "from revolution_env.common.jit import COMPILED\n"
+                "from revolution_env.agents.matrix_games import regret_matching\n"
+                "from test_matrix_games import BIASED_RPS, blotto, pairwise, zero_sum\n"
+                "assert not COMPILED\n"
+                f"U = {'pairwise(BIASED_RPS)' if name == 'pairwise' else 'zero_sum(blotto(4, 5))'}\n"
+                f"x = regret_matching(U, 50, {alternating}).strategies\n"
+                f"expected = {[v.tolist() for v in x]!r}\n"
+                "assert all(np.allclose(a, b, rtol=0, atol=1e-12) for a, b in zip(x, expected)), (x, expected)\n"
+            )
