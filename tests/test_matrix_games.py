@@ -227,18 +227,19 @@ def test_regret_matching_is_the_same_compiled_and_as_plain_python():
     """The loop is compiled with Numba where it is installed (the same code runs as plain Python without it)."""
     from plain_python import run_without_numba
 
-    games = {"pairwise": pairwise(BIASED_RPS), "blotto": zero_sum(blotto(4, 5))}
-    for name, U in games.items():
-        for alternating in (True, False):
-            x = regret_matching(U, 50, alternating).strategies
-            run_without_numba(
-                "import numpy as np\n"
-                "from revolution_env.common.jit import COMPILED\n"
-                "from revolution_env.agents.matrix_games import regret_matching\n"
-                "from test_matrix_games import BIASED_RPS, blotto, pairwise, zero_sum\n"
-                "assert not COMPILED\n"
-                f"U = {'pairwise(BIASED_RPS)' if name == 'pairwise' else 'zero_sum(blotto(4, 5))'}\n"
-                f"x = regret_matching(U, 50, {alternating}).strategies\n"
-                f"expected = {[v.tolist() for v in x]!r}\n"
-                "assert all(np.allclose(a, b, rtol=0, atol=1e-12) for a, b in zip(x, expected)), (x, expected)\n"
-            )
+    expected = {
+        (name, alternating): [x.tolist() for x in regret_matching(U, 50, alternating).strategies]
+        for name, U in (("pairwise", pairwise(BIASED_RPS)), ("blotto", zero_sum(blotto(4, 5))))
+        for alternating in (True, False)
+    }
+    run_without_numba(
+        "import numpy as np\n"
+        "from revolution_env.common.jit import COMPILED\n"
+        "from revolution_env.agents.matrix_games import regret_matching\n"
+        "from test_matrix_games import BIASED_RPS, blotto, pairwise, zero_sum\n"
+        "assert not COMPILED\n"
+        "games = {'pairwise': pairwise(BIASED_RPS), 'blotto': zero_sum(blotto(4, 5))}\n"
+        f"for (name, alternating), want in {expected!r}.items():\n"
+        "    x = regret_matching(games[name], 50, alternating).strategies\n"
+        "    assert all(np.allclose(a, b, rtol=0, atol=1e-12) for a, b in zip(x, want)), (name, x, want)\n"
+    )
