@@ -49,6 +49,32 @@ def positions(players: int, count: int, seed: int) -> list[dict]:
     return out[:count]
 
 
+def ties(spec: str, players: int, observations: list[dict]) -> None:
+    """How often two draws at the same state are the same bid: two searches with different seeds (each drawing
+    its bid), and two draws from one search's strategy (sum of squares); ``value``'s two draws beside them."""
+    search, value = load_agent(spec, players=players), load_agent("value", players=players)
+    info = {"decision": Decision.BID}
+    same, within, value_same = [], [], []
+    for i, o in enumerate(observations):
+        held = search.layout.decode(o["observation"]).tokens[0]
+        bids = []
+        for seed in (2 * i, 2 * i + 1):
+            search.reset(seed)
+            bids.append(search.codec.bid_counts(search.act(o, info), held))
+            within.append(float((search.last.solution.strategies[0] ** 2).sum()))
+        same.append((bids[0] == bids[1]).all())
+        drawn = []
+        for seed in (2 * i, 2 * i + 1):
+            value.reset(seed)
+            drawn.append(value.codec.bid_counts(value.act(o, info), held))
+        value_same.append((drawn[0] == drawn[1]).all())
+    print(
+        f"  ties: two searches at one state bid the same {np.mean(same):.1%} of {len(same)} states; two draws "
+        f"from one search's strategy {np.mean(within):.1%}; value's two draws {np.mean(value_same):.1%}",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--players", type=int, nargs="+", default=[2, 3])
@@ -58,6 +84,7 @@ def main() -> None:
     parser.add_argument("--policy", default="value", help="the blueprint: a heuristic, or PATH with value=margin")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="cProfile's top functions for each setting")
+    parser.add_argument("--ties", action="store_true", help="also: how often two draws at one state are one bid")
     args = parser.parse_args()
     for players in args.players:
         obs = positions(players, args.positions, args.seed)
@@ -89,6 +116,8 @@ def main() -> None:
                   f"{np.max(gaps):.4f}, {np.mean(added):.2f} best responses added; ms: {parts}", flush=True)  # fmt: skip
             if profiler:
                 pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+            if args.ties:
+                ties(spec, players, obs)
 
 
 if __name__ == "__main__":

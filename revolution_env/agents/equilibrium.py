@@ -24,7 +24,8 @@ a bid played with near certainty is outbid, and an equilibrium mixes. As SearchB
 6. Our bid is drawn from our seat's strategy with the agent's generator. Every other decision is the blueprint's.
 
 This module is the scalar reference: every joint bid is played on its own copy of the scalar engine. The batched
-engine is how it is meant to run fast (the report of the work has the profile and what that version needs).
+engine is how it is meant to run fast (docs/experiments.md, "A round's equilibrium by search": where the time goes,
+what that version needs, and how this reference plays).
 """
 
 from __future__ import annotations
