@@ -35,8 +35,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from revolution_env.common.jit import jit
-
 ITERATIONS = 1000  # the default number of regret matching iterations
 
 
@@ -105,7 +103,6 @@ def _check_iterations(iterations: object) -> int:
     return int(iterations)
 
 
-@jit
 def _rm_loop(payoffs: np.ndarray, actions: np.ndarray, offsets: np.ndarray, iterations: int,
              alternating: bool) -> np.ndarray:  # fmt: skip
     """RM+ with linear averaging over a game given as ``payoffs`` (J, n), one row per joint action, whose seats'
@@ -146,6 +143,19 @@ def _rm_loop(payoffs: np.ndarray, actions: np.ndarray, offsets: np.ndarray, iter
     return average
 
 
+_COMPILED: list = []  # the compiled loop, once it is needed
+
+
+def _compiled_loop():
+    """:func:`_rm_loop` compiled (``common.jit``), on first use: importing Numba where agent specs are read would load
+    it before the command line has checked its thread settings (``common.workers.check_thread_settings``)."""
+    if not _COMPILED:
+        from revolution_env.common.jit import jit
+
+        _COMPILED.append(jit(_rm_loop))
+    return _COMPILED[0]
+
+
 def regret_matching(payoffs: object, iterations: int = ITERATIONS, alternating: bool = True) -> Solution:
     """Every seat's average strategy after ``iterations`` of RM+ with linear averaging (the module's
     documentation), all seats learning at once in the game ``payoffs`` (K_1, ..., K_n, n) as given."""
@@ -155,7 +165,7 @@ def regret_matching(payoffs: object, iterations: int = ITERATIONS, alternating: 
     shape = U.shape[:-1]
     actions = np.indices(shape).reshape(n, -1).T.copy()  # (J, n) in the row-major order of U's joint actions
     offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
-    average = _rm_loop(np.ascontiguousarray(U.reshape(-1, n)), actions, offsets, iterations, bool(alternating))
+    average = _compiled_loop()(np.ascontiguousarray(U.reshape(-1, n)), actions, offsets, iterations, bool(alternating))
     strategies = tuple(average[offsets[i] : offsets[i + 1]] / average[offsets[i] : offsets[i + 1]].sum()
                        for i in range(n))  # fmt: skip
     return Solution(strategies, profile_values(U, strategies), seat_gaps(U, strategies), "rm", False)
