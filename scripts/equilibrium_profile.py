@@ -111,9 +111,12 @@ def main() -> None:
                 profiler.disable()
             total = (time.perf_counter() - start) / len(obs) * 1e3
             parts = ", ".join(f"{w} {s / len(obs) * 1e3:.1f}" for w, s in sorted(split.items(), key=lambda p: -p[1]))
-            print(f"{players} players {spec}: {total:.1f} ms a bid decision, {np.mean(rollouts):.1f} joint bids "
-                  f"played ({total / np.mean(rollouts):.2f} ms each), NashConv mean {np.mean(gaps):.4f} max "
-                  f"{np.max(gaps):.4f}, {np.mean(added):.2f} best responses added; ms: {parts}", flush=True)  # fmt: skip
+            print(
+                f"{players} players {spec}: {total:.1f} ms a bid decision, {np.mean(rollouts):.1f} joint bids "
+                f"played ({total / np.mean(rollouts):.2f} ms each), NashConv mean {np.mean(gaps):.4f} max "
+                f"{np.max(gaps):.4f}, {np.mean(added):.2f} best responses added; ms: {parts}",
+                flush=True,
+            )
             if profiler:
                 pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
             if args.ties:

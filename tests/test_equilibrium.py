@@ -285,3 +285,22 @@ def test_samplers_draw_fresh_bids_from_the_generator():
         assert a.shape == (6, len(layout.codec.nvec)) and (a == b).all()
         assert all(mask[layout.codec.offsets + row].all() for row in a)
     assert len({r.tobytes() for r in random_sampler(**options).sample(obs, mask, 6, np.random.default_rng(1))}) > 1
+
+
+@pytest.mark.parametrize("options", [{"players": 2}, {"players": 3, "area_control_bonus": True}, {"players": 4}])
+def test_the_margin_stand_in_is_the_final_support_margin_if_the_game_ended_now(options):
+    """``margin_value``: tanh of (the observer's final support were the game scored now, minus the best other
+    seat's, the puppet included) over the margin reward's scale, from the observation alone."""
+    from revolution_env.env.core import MARGIN_SCALE
+
+    layout = observation_layout(**options)
+    value = margin_value(layout)
+    for seed in range(3):
+        game = position(options, seed, 6)
+        scored = game.copy()
+        scored._score()  # the engine's scoring (docs/rules.md §5) of the position as it stands
+        total = np.asarray(scored.final["support"])
+        for seat in range(game.layout.players):
+            others = np.delete(total, seat)
+            got = value(layout.build(game, seat, BID)[None])[0]
+            assert got == pytest.approx(np.tanh((total[seat] - others.max()) / MARGIN_SCALE)), (seed, seat)
