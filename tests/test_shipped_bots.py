@@ -79,7 +79,7 @@ def test_a_shipped_bots_card_is_up_to_date_with_its_results(name: str, tmp_path:
     assert json.loads(rebuilt.with_suffix(".json").read_text()) == json.loads(shipped.with_suffix(".json").read_text())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fixed_states(players: int, games: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every decision of every seat in ``games`` seeded games of ``value`` and ``random`` seats: (observations,
     masks, decisions)."""
