@@ -254,6 +254,7 @@ def test_a_checkpoint_without_a_critic_says_so_and_plays_with_a_stand_in_or_a_cr
     agent.act(observation, {"decision": Decision.BID})
     assert agent.last.bids[0].shape[0] >= 3
     # a critic, where the checkpoint carries one, scores the states (here one that prefers more Gold held)
+    from revolution_env.agents import checkpoint
     from revolution_env.agents.checkpoint import PolicyAgent
 
     gold = layout.features["tokens"].start + 2
@@ -263,7 +264,8 @@ def test_a_checkpoint_without_a_critic_says_so_and_plays_with_a_stand_in_or_a_cr
         seen.append(np.array(observations))
         return np.tanh(observations[:, gold] / 10.0)
 
-    monkeypatch.setattr(PolicyAgent, "critic", critic, raising=False)
+    monkeypatch.setattr(checkpoint, "_critic", lambda policy, size: object())  # the checkpoint has a critic ...
+    monkeypatch.setattr(PolicyAgent, "value", critic)  # ... which prefers more Gold held
     agent = load_agent(f"equilibrium:k=3:pool=8:{BOT}", players=2)
     agent.reset(1)
     agent.act(observation, {"decision": Decision.BID})

@@ -237,5 +237,7 @@ def test_two_processes_filling_the_cache_at_once_leave_each_signature_its_own_co
         return [float(x) for x in out.stdout.split()] if out.returncode == 0 else [out.returncode]
 
     plain = race_then_load("plain")
-    assert plain != [30.0, 15.0], "Numba's own cache survived the race: numba/numba#4807 fixed? jit.py's cache lock may go"
+    assert plain != [30.0, 15.0], (
+        "Numba's own cache survived the race: numba/numba#4807 fixed? jit.py's cache lock may go"
+    )
     assert race_then_load("ours") == [30.0, 15.0]

@@ -515,8 +515,8 @@ def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str
 
     A named agent has no critic: its states are scored by :func:`margin_value` (``value=margin``, its default) or
     :func:`appraisal_value` (``value=appraisal``). A checkpoint's are scored by its critic (``value=critic``,
-    the default: ``policy.critic(observations) -> values``, raw observation vectors in, one value per row in the
-    rewards' range), which a checkpoint without one refuses in one line; ``value=appraisal`` or ``value=margin``
+    the default: ``PolicyAgent.value(observations) -> values``, raw observation vectors in, one value per row in
+    the rewards' range), which a checkpoint without one refuses in one line; ``value=appraisal`` or ``value=margin``
     asks for a stand-in. A checkpoint is sampled for candidates (its masked distribution, cheap enough for the
     double oracle's pool too) and plays its argmax at every other decision."""
     options, policy = parse_spec(spec)
@@ -548,11 +548,11 @@ def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str
 
 
 def _critic(path: str, policy: Agent) -> Value:
-    """A checkpoint's critic as a batched function of observations, or ``ValueError`` where it has none."""
-    critic = getattr(policy, "critic", None)
-    if not callable(critic):
+    """A checkpoint's critic as a batched function of observations (``PolicyAgent.value``: raw observations in, as
+    the environment gives them), or ``ValueError`` where it has none (``PolicyAgent.critic`` is None)."""
+    if getattr(policy, "critic", None) is None:
         raise ValueError(
             f"{path}: the checkpoint carries no critic to score the search's states; give {PREFIX}value=margin:{path}"
             " (or value=appraisal) to score them by a stand-in"
         )
-    return critic
+    return policy.value
