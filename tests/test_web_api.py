@@ -121,6 +121,21 @@ def test_an_evaluation_game_replays_and_matches_its_record(client: TestClient, f
     assert page["total"] == 3 and page["games"][0]["agents"] == record["agents"]
 
 
+def test_an_evaluation_being_played_is_listed_in_game_order_without_its_torn_last_line(folders: dict) -> None:
+    """``revolution eval`` appends its games as they finish (docs/reliability.md), so a games.jsonl read while it
+    plays, or after a kill, holds them out of order and may end in a line cut short: the viewer lists the whole
+    lines in game order and says that the last one is left out."""
+    lines = (folders["root"] / "eval" / "games.jsonl").read_text().splitlines()
+    playing = folders["root"] / "playing"
+    playing.mkdir()
+    (playing / "games.jsonl").write_text(lines[2] + "\n" + lines[0] + "\n" + lines[1][: len(lines[1]) // 2])
+    client = TestClient(create_app([str(folders["root"])]), raise_server_exceptions=False)
+    listed = files(client)["playing/games.jsonl"]
+    assert listed["kind"] == "eval" and listed["games"] == 2 and "cut short" in listed["note"]
+    page = client.get("/api/replays/games", params={"file": "0/playing/games.jsonl", "offset": 0, "limit": 2}).json()
+    assert [g["support"] for g in page["games"]] == [json.loads(lines[i])["support"] for i in (0, 2)]
+
+
 def test_a_broken_or_unplayable_file_is_an_error_and_the_server_goes_on(client: TestClient) -> None:
     response = client.get("/api/replay", params={"file": "0/broken.json", "game": 0})
     assert response.status_code == 422 and "not valid JSON" in response.json()["error"]

@@ -176,20 +176,30 @@ class ReplayLibrary:
         except (OSError, UnicodeDecodeError) as exc:
             raise ReplayError(f"{file_id}: cannot read the file ({exc})") from None
         if path.suffix == ".jsonl":
-            items = []
-            for n, line in enumerate(text.splitlines(), start=1):
+            items, torn = [], False
+            lines = text.split("\n")
+            for n, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue
                 try:
                     items.append(json.loads(line))
                 except json.JSONDecodeError as exc:
+                    if n == len(lines):  # after the last newline: a line still being written, or cut by a kill
+                        torn = True
+                        continue
                     raise ReplayError(
                         f"{file_id}: line {n} is not valid JSON ({exc.msg}, column {exc.colno})"
                     ) from None
             if not items:
                 return None
             if all(_is_eval_line(x) for x in items):
-                return self._eval_entry(file_id, path, items)
+                # an evaluation still playing (or stopped) appends its games as they finish: list them by index
+                if all(isinstance(x.get("game"), int) for x in items):
+                    items.sort(key=lambda x: x["game"])
+                entry = self._eval_entry(file_id, path, items)
+                if torn:
+                    entry.note = "; ".join(filter(None, [entry.note, "its last line, cut short, is left out"]))
+                return entry
             if all(_looks_like_scenario(x) for x in items):
                 return Entry(file_id, "scenarios", items)
             bad = next(n for n, x in enumerate(items, 1) if not (_is_eval_line(x) or _looks_like_scenario(x)))
