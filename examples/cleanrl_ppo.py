@@ -116,7 +116,8 @@ def main(args: Args) -> dict[str, float]:
                 optimizer.step()
         recent = float(np.mean(wins[-200:])) if wins else float("nan")
         print(
-            f"step {step:>8,}  games {games:>6,}  win rate (last 200) {recent:.2f}  SPS {step / (time.time() - start):,.0f}"
+            f"step {step:>8,}  games {games:>6,}  win rate (last 200) {recent:.2f}  "
+            f"SPS {step / (time.time() - start):,.0f}"
         )
     return {"steps": step, "games": games, "win_rate_last_200": recent, "seconds": time.time() - start}
 

@@ -4,13 +4,13 @@
     python examples/supersuit_vec.py --smoke       # one update of a few hundred steps, to see that it runs
     python examples/supersuit_vec.py               # the default run (3 players, self-play)
 
-The recipe is SuperSuit's (and PettingZoo's SB3 tutorial): ``pettingzoo_env_to_vec_env_v1`` makes each seat of
-the Parallel env a sub-env, ``concat_vec_envs_v1(..., base_class="stable_baselines3")`` stacks several games into
-one SB3 ``VecEnv``, so the one model plays (and learns from) every seat. SuperSuit's own ``observation_lambda_v0``
-divides the observation by the layout's ``scale`` (raw counts otherwise). MaskablePPO with the stock
-``MultiInputPolicy`` takes the masks through ``revolution_training.sb3_pettingzoo.VecActionMasks``: neither SuperSuit's SB3
-wrapper nor sb3-contrib hands the observations' masks to MaskablePPO, and SuperSuit's SB3 wrapper cannot seed the
-games (the module's docstring names both defects).
+The recipe is SuperSuit's (and PettingZoo's SB3 tutorial): ``pettingzoo_env_to_vec_env_v1`` makes each seat of the
+Parallel env a sub-env, ``concat_vec_envs_v1(..., base_class="stable_baselines3")`` stacks several games into one SB3
+``VecEnv``, so the one model plays (and learns from) every seat. SuperSuit's own ``observation_lambda_v0`` divides the
+observation by the layout's ``scale`` (raw counts otherwise). MaskablePPO with the stock ``MultiInputPolicy`` takes the
+masks through ``revolution_training.sb3_pettingzoo.VecActionMasks``: neither SuperSuit's SB3 wrapper nor sb3-contrib
+hands the observations' masks to MaskablePPO, and SuperSuit's SB3 wrapper cannot seed the games (the module's docstring
+names both defects).
 Before and after training, the model plays seat after seat against ``random`` bots (``SB3ModelAgent``).
 
 What it reaches (default arguments, 301,056 sub-env steps, 100,352 steps of the 4 games, every seat learning): a

@@ -540,7 +540,8 @@ def main() -> None:
     parser.add_argument(
         "--opponents",
         default="random",
-        help="the opponents of the single-agent and vector envs (random: drawn in batch; a heuristic: its compiled code)",
+        help="the opponents of the single-agent and vector envs (random: drawn in batch; a heuristic: its compiled "
+        "code)",
     )
     parser.add_argument(
         "--vector",

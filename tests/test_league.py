@@ -1,5 +1,5 @@
-"""The league's prioritized fictitious self-play (revolution_training.league): weights, sampling, results that persist and
-reach the readers, the win-rate matrix, and a real short run with ``opponent_sampling: pfsp``."""
+"""The league's prioritized fictitious self-play (revolution_training.league): weights, sampling, results that persist
+and reach the readers, the win-rate matrix, and a real short run with ``opponent_sampling: pfsp``."""
 
 from __future__ import annotations
 

@@ -105,8 +105,18 @@ def test_a_meta_agent_plays_one_member_for_the_whole_game_drawn_with_the_weights
 def test_a_population_file_is_an_agent_spec(tmp_path):
     (tmp_path / "pop").mkdir()
     path = tmp_path / "pop" / "population.json"
-    path.write_text(json.dumps({"format": "revolution-population", "population": [
-        {"spec": "random", "weight": 0.5}, {"spec": "value", "weight": 0.5}, {"spec": "area", "weight": 0.0}]}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "format": "revolution-population",
+                "population": [
+                    {"spec": "random", "weight": 0.5},
+                    {"spec": "value", "weight": 0.5},
+                    {"spec": "area", "weight": 0.0},
+                ],
+            }
+        )
+    )
     assert spec_problem(str(path)) is None
     agent = load_agent(str(path), players=2)
     assert isinstance(agent, MetaAgent) and len(agent.agents) == 2  # a member of weight 0 is left out

@@ -226,9 +226,29 @@ def test_an_env_worker_killed_alone_ends_the_run_with_a_save_and_one_line(tmp_pa
 
 
 def test_sigterm_to_an_evaluation_with_workers_exits_143_and_leaves_no_worker(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "revolution_env", "eval", "--agents", "value", "value", "value",
-                             "--games", "3000", "--workers", "2", "--quiet"], cwd=ROOT, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "revolution_env",
+            "eval",
+            "--agents",
+            "value",
+            "value",
+            "value",
+            "--games",
+            "3000",
+            "--workers",
+            "2",
+            "--quiet",
+        ],
+        cwd=ROOT,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.time() + 60
         while len(workers := [pid for pid, (parent, _) in running().items() if parent == proc.pid]) < 3:

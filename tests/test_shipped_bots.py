@@ -19,9 +19,11 @@ from revolution_env.arena.runner import GameRunner
 from revolution_env.engine.game import Decision
 
 CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
-SHIPPED = {"three_players.pt": {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
-           "two_players.pt": {Decision.BID, Decision.GUY, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
-           "four_players.pt": {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND}}  # fmt: skip
+SHIPPED = {
+    "three_players.pt": {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
+    "two_players.pt": {Decision.BID, Decision.GUY, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
+    "four_players.pt": {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
+}
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))

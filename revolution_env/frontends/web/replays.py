@@ -254,9 +254,14 @@ class ReplayLibrary:
                 scenario, _ = _scenario_of(item)
                 rules = scenario.get("rules", {}) if isinstance(scenario, dict) else {}
                 rounds = scenario.get("rounds", []) if isinstance(scenario, dict) else []
-                rows.append({"index": index, "players": rules.get("players", 3) if isinstance(rules, dict) else None,
-                             "rounds": len(rounds) if isinstance(rounds, list) else None,
-                             "description": scenario.get("description", "") if isinstance(scenario, dict) else ""})  # fmt: skip
+                rows.append(
+                    {
+                        "index": index,
+                        "players": rules.get("players", 3) if isinstance(rules, dict) else None,
+                        "rounds": len(rounds) if isinstance(rounds, list) else None,
+                        "description": scenario.get("description", "") if isinstance(scenario, dict) else "",
+                    }
+                )
         return {"file": file_id, "kind": entry.kind, "total": len(entry.items), "offset": offset, "games": rows,
                 "note": entry.note}  # fmt: skip
 
