@@ -19,6 +19,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 import revolution_env
 from revolution_env.engine.game import Decision
 from revolution_env.engine.scenario import run_scenario, state_dict
+from revolution_env.env.batched import Rows
 from revolution_env.env.encoding import NONE, Codec, IllegalActionError
 from revolution_env.env.observation import ObservationLayout
 from revolution_env.env.tokens import TokenCodec
@@ -257,7 +258,7 @@ def test_the_actions_check_and_read_in_one_pass_as_apart(variant: str) -> None:
         for a in (actions, bad):
             bids = np.full((env.num_envs, env.players, env.codec.T, 3), -1, dtype=game.count_type)
             values = np.full(env.num_envs, -9, dtype=np.int64)
-            ok, part = view.decider(a, masks, kinds, every, env.seat, game.tokens, bids, values)
+            ok, part = view.decider(a, masks, Rows(every, env.seat, kinds), game.tokens, (bids, values))
             part(0, env.num_envs)
             legal = view.legal(a, masks) | (kinds == NONE)
             np.testing.assert_array_equal(ok, legal)
@@ -276,9 +277,9 @@ def test_the_actions_check_and_read_in_one_pass_as_apart(variant: str) -> None:
     with pytest.raises(ValueError, match="engine_choices: seats from 0 to"):  # read unchecked in the compiled loop
         view.engine_choices(np.ones(2, dtype=np.int64), np.array([0, env.players]), np.full(2, 5))
     with pytest.raises(ValueError, match="games or seats outside bids"):  # written unchecked in the compiled loop
-        view.decider(actions, masks, kinds, every + 1, env.seat, game.tokens, bids, values)
+        view.decider(actions, masks, Rows(every + 1, env.seat, kinds), game.tokens, (bids, values))
     with pytest.raises(ValueError, match=r"bids: expected a contiguous int8 array \(count_type\)"):
-        view.decider(actions, masks, kinds, every, env.seat, game.tokens, bids.astype(np.int64), values)
+        view.decider(actions, masks, Rows(every, env.seat, kinds), game.tokens, (bids.astype(np.int64), values))
 
 
 def _same(a, b, where: str) -> None:

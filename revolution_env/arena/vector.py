@@ -1,15 +1,25 @@
 """``revolution_env.vector_env``: many single-agent games stepped in batch (docs/environment.md §5 "Vectorised").
 
-| property        | value                                                                                          |
-|-----------------|------------------------------------------------------------------------------------------------|
-| class           | :class:`RevolutionVectorEnv`, a ``gymnasium.vector.VectorEnv`` of ``num_envs`` games            |
-| one game        | like ``gym_env``: the learner plays one seat (``seat``, or drawn per episode), ``opponents`` the others |
-| observation     | the learner's observation vector (float32 ``Box`` with declared bounds), or with ``mask_in_obs=True`` a ``Dict`` of ``"observation"`` and ``"action_mask"`` |
-| action          | ``MultiDiscrete(nvec)`` per game (``single_action_space``), one row per game; with ``action_mode="tokens"`` ``Discrete(n)``, one token of the bid per step (``revolution_env.env.tokens``) |
-| masks           | ``action_masks()``: bool ``(num_envs, sum(nvec))`` (token mode: ``(num_envs, n)``); also ``info["action_mask"]`` |
-| reward          | the learner's: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``, as the scalar env     |
-| autoreset       | ``SAME_STEP`` (Gymnasium 1.x ``AutoresetMode.SAME_STEP``): the step that ends a game returns the next game's first observation; the last one is in ``info["final_obs"]`` (an object array, ``None`` where no game ended) and ``info["final_info"]`` |
-| finished games  | ``pop_finished()``: ``(scenario, final_state)`` pairs that ``revolution scenario`` replays        |
+class
+    :class:`RevolutionVectorEnv`, a ``gymnasium.vector.VectorEnv`` of ``num_envs`` games
+one game
+    like ``gym_env``: the learner plays one seat (``seat``, or drawn per episode), ``opponents`` the others
+observation
+    the learner's observation vector (float32 ``Box`` with declared bounds), or with ``mask_in_obs=True`` a ``Dict``
+    of ``"observation"`` and ``"action_mask"``
+action
+    ``MultiDiscrete(nvec)`` per game (``single_action_space``), one row per game; with ``action_mode="tokens"``
+    ``Discrete(n)``, one token of the bid per step (``revolution_env.env.tokens``)
+masks
+    ``action_masks()``: bool ``(num_envs, sum(nvec))`` (token mode: ``(num_envs, n)``); also ``info["action_mask"]``
+reward
+    the learner's: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``, as the scalar env
+autoreset
+    ``SAME_STEP`` (Gymnasium 1.x ``AutoresetMode.SAME_STEP``): the step that ends a game returns the next game's
+    first observation; the last one is in ``info["final_obs"]`` (an object array, ``None`` where no game ended) and
+    ``info["final_info"]``
+finished games
+    ``pop_finished()``: ``(scenario, final_state)`` pairs that ``revolution scenario`` replays
 
 Every game is held by one :class:`revolution_env.engine.batched.BatchedGame`. Opponents: ``"random"`` is played by the
 engine's compiled random play (``random_bids`` and ``play_random``'s rule: each token to a uniform legal target, each
@@ -46,6 +56,7 @@ from revolution_env.common.workers import Pace, opponent_threads, thread_pool
 from revolution_env.engine import batched
 from revolution_env.engine import kernels as K
 from revolution_env.engine.game import Decision
+from revolution_env.env.batched import Rows
 
 # --- opponents -------------------------------------------------------------------------------------------------
 
@@ -235,9 +246,8 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         count = self.game.count_type
         self._bids = np.empty((self.num_envs, self.players, self.codec.T, 3), dtype=count)  # rows unread but those
         self._values = np.zeros(self.num_envs, dtype=np.int64)  # of deciding games and seats
-        ok, part = self.view.decider(
-            actions, self._masks, kinds, self._everyone, self.seat, self.game.tokens, self._bids, self._values
-        )
+        rows = Rows(self._everyone, self.seat, kinds)
+        ok, part = self.view.decider(actions, self._masks, rows, self.game.tokens, (self._bids, self._values))
         in_parts(self.num_envs, part)
         return ok
 
@@ -259,9 +269,9 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         obs = np.empty((n, view.ol.size), dtype=np.float32)  # each row zeroed by the loop that fills it
         masks = np.empty((n, self.codec.size), dtype=bool)
         now = np.empty(n, dtype=np.int64)  # the decisions faced after the step
-        ok, decide = view.decider(actions, self._masks, kinds, everyone, seat, game.tokens, bids, values)
+        ok, decide = view.decider(actions, self._masks, Rows(everyone, seat, kinds), game.tokens, (bids, values))
         run, refused = game.step_parts(kinds == K.K_BID, self.opponent_of == 0, self._random_states)
-        observe = view.observer(game, everyone, seat, now, obs, masks, fresh=True)
+        observe = view.observer(game, Rows(everyone, seat, now), obs, masks, fresh=True)
 
         def part(lo: int, hi: int) -> None:
             decide(lo, hi)

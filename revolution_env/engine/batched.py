@@ -149,7 +149,6 @@ class BatchedGame:
         self._deck_rngs: list[np.random.Generator | None] = [None] * n  # each game's D15 shuffles
         self._shuffles = np.zeros(n, dtype=np.int64)  # shuffles drawn into `deck` so far, per game
         self.state = State(**{name: getattr(self, name) for name in State._fields})
-        self._column = tuple(self.meta[:, column] for column in Meta)  # each column of meta, a view
         start = np.zeros(len(Meta), dtype=np.int64)  # meta's row of a game about to start
         start[[Meta.ROUND, Meta.PHASE, Meta.KIND]] = 1, Phase.BIDDING, Decision.BID
         start[[Meta.GUY_LAST, Meta.SPY_OWNER, Meta.APO_AREA, Meta.APO_SEAT]] = -1
@@ -178,42 +177,42 @@ class BatchedGame:
 
     @property
     def round(self) -> np.ndarray:
-        return self._column[Meta.ROUND]
+        return self.meta[:, Meta.ROUND]
 
     @property
     def phase(self) -> np.ndarray:
         """The :class:`~revolution_env.engine.game.Phase` of each game, as its number."""
-        return self._column[Meta.PHASE]
+        return self.meta[:, Meta.PHASE]
 
     @property
     def kind(self) -> np.ndarray:
         """The pending :class:`Decision` of every game (``NONE`` once over)."""
-        return self._column[Meta.KIND]
+        return self.meta[:, Meta.KIND]
 
     @property
     def decider(self) -> np.ndarray:
         """The seat that makes a pending non-bid decision (meaningless for bids, which every player makes)."""
-        return self._column[Meta.DECIDER]
+        return self.meta[:, Meta.DECIDER]
 
     @property
     def over(self) -> np.ndarray:
-        return self._column[Meta.PHASE] == _OVER
+        return self.meta[:, Meta.PHASE] == _OVER
 
     @property
     def truncated(self) -> np.ndarray:
-        return self._column[Meta.TRUNCATED].astype(bool)
+        return self.meta[:, Meta.TRUNCATED].astype(bool)
 
     @property
     def guy_count(self) -> np.ndarray:
-        return self._column[Meta.GUY_COUNT]
+        return self.meta[:, Meta.GUY_COUNT]
 
     @property
     def guy_last_placer(self) -> np.ndarray:
-        return self._column[Meta.GUY_LAST]
+        return self.meta[:, Meta.GUY_LAST]
 
     @property
     def revealed_round(self) -> np.ndarray:
-        return self._column[Meta.REVEALED_ROUND]
+        return self.meta[:, Meta.REVEALED_ROUND]
 
     # --- starting ----------------------------------------------------------------------------------------------
 
@@ -366,10 +365,8 @@ class BatchedGame:
         """Uniform random choices (``engine.random_play``'s rule) in ``games`` for as long as each waits for a non-bid
         decision of a seat with ``random_seat[game, seat]`` (N, players) true; drawn from the games' generators
         ``states``, recorded for export like :meth:`choose`'s."""
-        self._play_random(np.ascontiguousarray(games, dtype=np.int64), self._random_play(states, random_seat))
-
-    def _play_random(self, g: np.ndarray, rand: RandomPlay) -> None:
-        """:meth:`play_random` in games ``g`` (contiguous int64), the random seats' play ``rand`` (checked)."""
+        g = np.ascontiguousarray(games, dtype=np.int64)
+        rand = self._random_play(states, random_seat)
         st, tb, history, plain = tuple(self.state), tuple(self.tables), tuple(self.history), tuple(rand)
 
         def part(games: np.ndarray, lo: int, hi: int) -> int:
@@ -423,7 +420,7 @@ class BatchedGame:
         if L.card_space >= 0:  # the first edition: its random choices one at a time, the deck refilled between them
             self._draw_ahead(g)
             choosing = (outcome == _DECIDED) & (self.kind[g] >= K.K_GUY) & rand.seats[g, self.decider[g]]
-            self._play_random(g[choosing], rand)
+            self.play_random(g[choosing], rand.seats, states)
         self._refused(g, outcome, kinds, values)
 
     def step_parts(

@@ -523,7 +523,8 @@ def place_guy(g, value, sch, work):
 
 @jit(inline=True)
 def end_scheming(g, sch):
-    """The end of the Scheming phase, as ``Game._end_scheming``: Guy's unplaced tokens go to the bank."""
+    """The end of the Scheming phase, as ``Game._end_scheming``: Guy's unplaced tokens go to the bank (docs/rules.md
+    §6, "The Scheming phase")."""
     tokens, bank, meta = sch.tokens, sch.bank, sch.meta
     puppet = sch.cfg[Cfg.PUPPET]
     for t in range(3):
@@ -677,8 +678,8 @@ def apply_cube_choice(g, kind, area, seat, st):
 
 @jit(inline=True)
 def start_cards(g, c, st, tb):
-    """The Card space, as ``Game._start_cards``: no contest; all Gold placed there goes to the bank, refunds or not,
-    and each Gold, up to the limit per seat, is a card for its owner to draw."""
+    """The Card space, as ``Game._start_cards`` (docs/rules.md §7): no contest; all Gold placed there goes to the
+    bank, refunds or not, and each Gold, up to the limit per seat, is a card for its owner to draw."""
     bank, bids, cfg = st.bank, st.bids, tb.cfg
     for s in range(cfg[Cfg.SEATS]):
         st.card_queue[g, s] = min(bids[g, s, c, GOLD], cfg[Cfg.CARD_MAX])
@@ -742,7 +743,8 @@ def end_round(g, st, tb):
 
 @jit(inline=True)
 def board_full(g, st, tb):
-    """Whether every influence space of game ``g`` holds a cube, as ``Game.board_full``."""
+    """Whether every influence space of game ``g`` holds a cube, as ``Game.board_full``: the game ends (D6,
+    docs/rules.md §5)."""
     cubes, cfg, spaces = st.cubes, tb.cfg, tb.spaces
     S = cfg[Cfg.SEATS]
     full = True
@@ -905,7 +907,7 @@ def misplaced_bid(games, raw, tokens):
 
 @jit(inline=True)
 def misplaced(g, i, raw, tokens):
-    """Whether game ``g``'s bids ``raw[i]`` (P, T, 3) place other than exactly what each player holds, or hold a
+    """Whether game ``g``'s bids ``raw[i]`` (P, T, 3) place other than exactly what each player holds (D3), or hold a
     negative count."""
     for p in range(raw.shape[1]):  # noqa: SIM110  (Numba compiles no generator expression)
         if misplaced_seat(g, i, p, raw, tokens):

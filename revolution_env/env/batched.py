@@ -150,45 +150,41 @@ class BatchedView:
 
     def observe(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(n, size) float32: ``ObservationLayout.build(game_i, seat_i, kind_i)`` for every pair."""
-        return self._passes(game, games, seats, kinds, observe=True, mask=False)[0]
+        return self._passes(game, Rows(games, seats, kinds), observe=True, mask=False)[0]
 
     def masks(self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         """(n, sum(nvec)) bool: ``Codec.mask(game_i, seat_i, kind_i)`` for every pair."""
-        return self._passes(game, games, seats, kinds, observe=False, mask=True)[1]
+        return self._passes(game, Rows(games, seats, kinds), observe=False, mask=True)[1]
 
     def observe_and_mask(
         self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`observe` and :meth:`masks` in one pass side by side: each part's rows observed, then masked, by the
         same thread (one hand-off between threads instead of two, and the part's games read while in its cache)."""
-        return self._passes(game, games, seats, kinds, observe=True, mask=True)
+        return self._passes(game, Rows(games, seats, kinds), observe=True, mask=True)
 
     def _passes(
-        self, game: BatchedGame, games: np.ndarray, seats: np.ndarray, kinds: np.ndarray, observe: bool, mask: bool
+        self, game: BatchedGame, rows: Rows, observe: bool, mask: bool
     ) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """The observations and the masks asked for (None for the other), the rows in parts side by side."""
-        g, seats, kinds = _indices(games, seats, kinds)
+        """The observations and the masks asked for (None for the other) of :class:`Rows` ``rows``, in parts side by
+        side."""
+        rows = Rows(*_indices(*rows))
+        n = len(rows.games)
         # each row zeroed by the loop that fills it
-        obs = np.empty((len(g), self.ol.size), dtype=np.float32) if observe else None
-        m = np.empty((len(g), self.codec.size), dtype=bool) if mask else None
-        in_parts(len(g), self.observer(game, g, seats, kinds, obs, m))
+        obs = np.empty((n, self.ol.size), dtype=np.float32) if observe else None
+        m = np.empty((n, self.codec.size), dtype=bool) if mask else None
+        in_parts(n, self.observer(game, rows, obs, m))
         return obs, m
 
     def observer(
-        self,
-        game: BatchedGame,
-        games: np.ndarray,
-        seats: np.ndarray,
-        kinds: np.ndarray,
-        obs: np.ndarray | None,
-        masks: np.ndarray | None,
-        fresh: bool = False,
+        self, game: BatchedGame, rows: Rows, obs: np.ndarray | None, masks: np.ndarray | None, fresh: bool = False
     ) -> Callable[[int, int], None]:
         """``part(lo, hi)``: the observations (into ``obs``, (n, size) float32) and the masks (into ``masks``, (n,
-        sum(nvec)) bool) of the rows ``lo:hi`` of ``games`` and ``seats`` (contiguous int64), each None where not
-        wanted, facing ``kinds``; with ``fresh``, facing the decisions they face when the part runs (:meth:`kinds`,
-        written into ``kinds``), for a caller that changes the games in the same part first."""
+        sum(nvec)) bool) of the rows ``lo:hi`` of :class:`Rows` ``rows`` (contiguous int64), each None where not
+        wanted, facing ``rows.kinds``; with ``fresh``, facing the decisions they face when the part runs
+        (:meth:`kinds`, written into ``rows.kinds``), for a caller that changes the games in the same part first."""
         st, tb, view = tuple(game.state), tuple(game.tables), tuple(self.tables)  # as the loops take them
+        games, seats, kinds = rows
 
         def part(lo: int, hi: int) -> None:
             rows = Rows(games[lo:hi], seats[lo:hi], kinds[lo:hi])
@@ -242,22 +238,21 @@ class BatchedView:
         self,
         actions: np.ndarray,
         masks: np.ndarray,
-        kinds: np.ndarray,
-        games: np.ndarray,
-        seats: np.ndarray,
+        rows: Rows,
         tokens: np.ndarray,
-        bids: np.ndarray,
-        values: np.ndarray,
+        into: tuple[np.ndarray, np.ndarray],
     ) -> tuple[np.ndarray, Callable[[int, int], None]]:
-        """Bid-mode actions (n, D) of the seats ``seats`` of ``games``, facing ``kinds``, to be checked and read in
-        one pass: returns ``ok`` (n,) bool and ``part(lo, hi)``, which fills ``ok[lo:hi]`` with whether each of the
-        rows ``lo:hi`` satisfies its mask (:meth:`legal`; a row with nothing to decide passes) and, where it does,
-        counts a bid into ``bids[game, seat]`` (``bids``: (G, players, T, 3), :meth:`bid_counts`'s counts, from the
-        tokens held in ``tokens``) or writes a choice as the engine's value into ``values[game]``
-        (:meth:`engine_choices`). Each (game, seat) at most once. The caller runs the parts (``in_parts(n, part)``,
-        or with other work on the same rows); the arguments are checked here, since the parts write unchecked."""
+        """Bid-mode actions (n, D) of the seats ``rows.seats`` of ``rows.games`` (:class:`Rows`), facing
+        ``rows.kinds``, to be checked and read in one pass: returns ``ok`` (n,) bool and ``part(lo, hi)``, which fills
+        ``ok[lo:hi]`` with whether each of the rows ``lo:hi`` satisfies its mask (:meth:`legal`; a row with nothing to
+        decide passes) and, where it does, counts a bid into ``bids[game, seat]`` (``into``: ``(bids, values)``;
+        ``bids`` (G, players, T, 3), :meth:`bid_counts`'s counts, from the tokens held in ``tokens``) or writes a
+        choice as the engine's value into ``values[game]`` (:meth:`engine_choices`). Each (game, seat) at most once.
+        The caller runs the parts (``in_parts(n, part)``, or with other work on the same rows); the arguments are
+        checked here, since the parts write unchecked."""
         c = self.codec
-        actions, kinds, games, seats = _indices(actions, kinds, games, seats)
+        bids, values = into
+        actions, kinds, games, seats = _indices(actions, rows.kinds, rows.games, rows.seats)
         n = len(actions)
         same = {len(kinds), len(games), len(seats)} == {n}
         if actions.shape != (n, len(c.nvec)) or masks.shape != (n, c.size) or not same:
