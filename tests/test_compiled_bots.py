@@ -9,6 +9,7 @@ import copy
 import os
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,9 +17,14 @@ from plain_python import run_without_numba
 
 import revolution_env
 from revolution_env.agents import compiled
-from revolution_env.agents.heuristics import ValueBot
+from revolution_env.agents.heuristics import HEURISTICS, ValueBot
 from revolution_env.agents.loading import load_agent
+from revolution_env.agents.variants import VARIANTS as BOT_VARIANTS
 from revolution_env.arena.runner import GameRunner
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOLDEN = sorted(Path(ROOT, "tests", "golden", "bots").glob("*.json"))
+PLAIN_GAMES = ("3p_small_board", "3p_styles", "2p_first_edition_bonus")  # as plain Python: a few, for time
 
 needs_numba = pytest.mark.skipif(not compiled.COMPILED, reason="Numba is not installed (pip install -e '.[fast]')")
 
@@ -42,6 +48,71 @@ def built():
     compiled.build(
         ValueBot(players=3)
     )  # in this process (or waits for a background build): the comparisons need the compiled code
+
+
+def golden_games():
+    """``scripts/make_golden_bots.py`` as a module: its ``decisions`` plays a recorded game again."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_golden_bots", os.path.join(ROOT, "scripts", "make_golden_bots.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def replay(path: Path) -> int:
+    """Play the recorded game of ``path`` again with its bots: every decision's action, the observation it was
+    made on and the bot's random generator after it as recorded. Returns the decisions compared."""
+    make = golden_games()
+    game = make.load(path)
+    recorded = game["decisions"]
+    n = 0
+    for n, (line, bot, action) in enumerate(make.decisions(game), 1):
+        got = line.format(make.action_text(action))
+        assert n <= len(recorded), f"{path.name}: more decisions than recorded ({len(recorded)})"
+        assert got == recorded[n - 1], (
+            f"{path.name}, decision {n - 1} ({bot.name}): SEAT KIND ACTION OBSERVATION DRAWS\n"
+            f"  recorded {recorded[n - 1]}\n  now      {got}\n(if intended: scripts/make_golden_bots.py)"
+        )
+    assert n == len(recorded), f"{path.name}: {n} decisions, {len(recorded)} recorded"
+    return n
+
+
+def test_the_recorded_games_cover_every_bot_variant_and_decision():
+    make = golden_games()
+    assert {p.stem for p in GOLDEN} == set(make.GAMES) and set(PLAIN_GAMES) <= set(make.GAMES)
+    seats, kinds, players, options = set(), set(), set(), set()
+    for path in GOLDEN:
+        game = make.load(path)
+        seats |= set(game["seats"])
+        players.add(game["options"]["players"])
+        options |= {k for k, v in game["options"].items() if v is True} | ({"board"} if game["board"] else set())
+        kinds |= {int(line.split()[1]) for line in game["decisions"]}
+    assert seats == set(HEURISTICS) | set(BOT_VARIANTS)
+    assert players == {2, 3, 4} and options == {"first_edition", "bid_refunds", "area_control_bonus", "board"}
+    assert kinds == {1, 2, 3, 4, 5, 6}, kinds  # bid, guy, spy, apothecary (both picks), remove
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_the_bots_decide_as_recorded(path):
+    """Whole games of every variant, every bot seated (``scripts/make_golden_bots.py``): the same decisions, the
+    same draws (compiled where Numba is installed)."""
+    assert replay(path) > 0
+
+
+def test_the_bots_decide_as_recorded_as_plain_python():
+    """REVOLUTION_NO_NUMBA=1 (a fresh interpreter): a few of the recorded games, the same decisions and draws."""
+    code = (
+        "from revolution_env.common.jit import COMPILED\n"
+        "from tests.test_compiled_bots import GOLDEN, PLAIN_GAMES, replay\n"
+        "assert not COMPILED\n"
+        "for path in GOLDEN:\n"
+        "    if path.stem in PLAIN_GAMES:\n"
+        "        replay(path)\n"
+    )
+    run_without_numba(code)
 
 
 def play_both(
