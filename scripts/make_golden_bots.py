@@ -1,14 +1,15 @@
 """Record the heuristic bots' decisions in tests/golden/bots/ (replayed by tests/test_compiled_bots.py).
 
-Each file is one whole seeded game of one variant with heuristic bots (the three styles and their held-out
-variants) in every seat: the options, the seats, the game's seed and, for every decision in turn, one line
+Each file is one whole seeded game of one variant with heuristic bots in every seat (the three styles and their
+held-out variants; in two games, a shipped bot whose bids a search judges with ``value``'s model of the rivals'
+bids): the options, the seats, the game's seed and, for every decision in turn, one line
 
     SEAT KIND ACTION OBSERVATION DRAWS
 
 ``KIND`` is the decision (``Decision``'s value), ``ACTION`` the action's entries joined by ``.`` without its
 trailing zeros (``5`` is a choice of 5, a bid lists its tokens' targets), ``OBSERVATION`` the first hex digits of
-a hash of the observation and the mask the bot decided on, and ``DRAWS`` those of the bot's random generator's
-state after the decision (so that a bot that draws more or fewer numbers shows at once). Each seat's bot is reset
+a hash of the observation and the mask the bot decided on, and ``DRAWS`` those of the bot's random generators'
+states after the decision (a search's and its judge's) (so that a bot that draws more or fewer numbers shows at once). Each seat's bot is reset
 with the seed ``GameRunner`` gives it (``runner.agent_seed``). The decisions are GENERATED FROM THE BOTS: they
 pin the bots' behaviour, not its quality. When a change of a bot's decisions is intended, rerun this script and
 review the diff of tests/golden/bots/ before committing:
@@ -31,11 +32,13 @@ import numpy as np
 
 import revolution_env
 from revolution_env.agents.loading import load_agent
+from revolution_env.agents.search import PREFIX, is_search, searched_spec
 from revolution_env.arena.runner import agent_seed
 from revolution_env.engine.components import BOARDS_DIR
 from revolution_env.engine.game import Decision
 
-GOLDEN_DIR = Path(__file__).resolve().parent.parent / "tests" / "golden" / "bots"
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN_DIR = ROOT / "tests" / "golden" / "bots"
 STANDARD = json.loads((BOARDS_DIR / "standard.json").read_text(encoding="utf-8"))
 DIGITS = 6  # hex digits kept of each hash
 
@@ -92,6 +95,9 @@ GAMES: dict[str, dict[str, Any]] = {
         ("value-habit", "bargain-bold", "bargain-cautious", "area-wide"), 16, **{FIRST: True, REFUNDS: True}
     ),
     "4p_bonus": game(("area", "value", "value-habit", "bargain"), 17, **{BONUS: True}),
+    # play-time search (agents/search.py) judges its candidate bids with value's model of the rivals' bids
+    "2p_search": game(("search:checkpoints/two_players.pt", "value"), 18),
+    "3p_search": game(("search:checkpoints/three_players.pt", "bargain", "value-habit"), 19),
 }
 
 
@@ -107,6 +113,17 @@ def action_text(action: np.ndarray) -> str:
     return ".".join(map(str, values))
 
 
+def _spec(name: str) -> str:
+    """An agent spec of a seat, a search's checkpoint found from the repository's root wherever the caller runs."""
+    return PREFIX + str(ROOT / searched_spec(name)) if is_search(name) else name
+
+
+def _generators(bot: Any) -> list[np.random.Generator]:
+    """A bot's random generators: its own, and a search's judge's."""
+    judge = getattr(bot, "judge", None)
+    return [bot.rng] + ([judge.rng] if judge is not None else [])
+
+
 def decisions(game: dict[str, Any]) -> Iterator[tuple[str, Any, np.ndarray]]:
     """Play one recorded game (``options``, ``board``, ``seats``, ``seed``) to its end with its bots, yielding each
     decision's line (without its action), the bot that decided and its action; the caller may compare the action
@@ -117,7 +134,7 @@ def decisions(game: dict[str, Any]) -> Iterator[tuple[str, Any, np.ndarray]]:
             path = Path(folder) / "board.json"
             path.write_text(json.dumps(game["board"]), encoding="utf-8")
             options["board"] = str(path)
-        bots = [load_agent(name, **options) for name in game["seats"]]
+        bots = [load_agent(_spec(name), **options) for name in game["seats"]]
         env = revolution_env.env(**options)
         env.reset(seed=game["seed"])
         for seat, bot in enumerate(bots):
@@ -130,7 +147,7 @@ def decisions(game: dict[str, Any]) -> Iterator[tuple[str, Any, np.ndarray]]:
             seat = int(agent.split("_")[1])
             action = np.asarray(bots[seat].act(observation, info))
             seen = digest(observation["observation"].tobytes(), np.asarray(observation["action_mask"]).tobytes())
-            draws = digest(repr(bots[seat].rng.bit_generator.state).encode())
+            draws = digest(*(repr(rng.bit_generator.state).encode() for rng in _generators(bots[seat])))
             yield f"{seat} {int(info['decision'])} {{}} {seen} {draws}", bots[seat], action
             env.step(action)
         if any(getattr(bot, "fallbacks", 0) for bot in bots):
