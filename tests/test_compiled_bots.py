@@ -5,6 +5,8 @@ draws; and the background build's bookkeeping (the lock, the switch once the cac
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import sys
 import time
@@ -16,7 +18,7 @@ import pytest
 from plain_python import run_without_numba
 
 import revolution_env
-from revolution_env.agents import bidding, compiled
+from revolution_env.agents import compiled, decisions
 from revolution_env.agents.heuristics import HEURISTICS, HeuristicBot, ValueBot
 from revolution_env.agents.loading import load_agent
 from revolution_env.agents.variants import VARIANTS as BOT_VARIANTS
@@ -36,10 +38,9 @@ def built():
         compiled.build(ValueBot(players=3))
 
 
+@functools.cache
 def golden_games():
     """``scripts/make_golden_bots.py`` as a module: its ``decisions`` plays a recorded game again."""
-    import importlib.util
-
     spec = importlib.util.spec_from_file_location(
         "make_golden_bots", os.path.join(ROOT, "scripts", "make_golden_bots.py")
     )
@@ -162,11 +163,11 @@ def test_the_compiled_draws_are_numpys_own():
         p = check.dirichlet(np.ones(d))
         ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
         out = np.empty(d, dtype=np.int64)
-        bidding.multinomial(ours, n, p, out)
+        decisions.multinomial(ours, n, p, out)
         assert np.array_equal(out, theirs.multinomial(n, p)), case
         alpha = check.uniform(0.01, 0.09 if case % 2 else 3.0, size=d)  # beta variates, then gamma variates
         got = np.empty(d)
-        bidding.dirichlet(ours, alpha, got)
+        decisions.dirichlet(ours, alpha, got)
         assert np.array_equal(got, theirs.dirichlet(alpha)), case
         assert ours.bit_generator.state == theirs.bit_generator.state, case
 

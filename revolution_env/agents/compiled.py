@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from revolution_env.agents import appraisal, bidding, decisions
+from revolution_env.agents import decisions
 from revolution_env.agents.decisions import STYLES, decide_rows, settings, value_per_sample
 from revolution_env.common.jit import COMPILED, read_only
 
 # --- the same functions as plain Python ----------------------------------------------------------------------------
 
-MODULES = (appraisal, bidding, decisions)  # the bots' compiled code
+MODULES = (decisions,)  # the bots' compiled code
 _PYTHON: dict[str, Callable] = {}
 
 

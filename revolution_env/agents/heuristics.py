@@ -2,11 +2,10 @@
 
 Each bot answers every decision of every variant (``bid``, ``guy``, ``spy``, ``apothecary_first``,
 ``apothecary_second``, ``remove``, ``none``) from the observation and the action mask; none touches the environment
-or the engine's game. They share one judgement (:mod:`.appraisal`: projected points and margins), one model of the
-rivals' bids and one way of planning a bid against it (:mod:`.bidding`), and one way of placing cubes and Guy's
-bids (:mod:`.decisions`); they differ in how they bid, which is where the game is won. The classes here hold each
-bot's idea and parameters; :mod:`.decisions` computes their decisions, compiled where Numba is installed
-(:mod:`.compiled`), as plain Python where it is not.
+or the engine's game. They share one judgement (projected points and margins), one model of the rivals' bids and
+one way of planning a bid against it, and one way of placing cubes and Guy's bids; they differ in how they bid,
+which is where the game is won. The classes here hold each bot's idea and parameters; :mod:`.decisions` computes
+their decisions, compiled where Numba is installed (:mod:`.compiled`), as plain Python where it is not.
 """
 
 from __future__ import annotations
@@ -15,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from revolution_env.agents.appraisal import Judgement, tables
 from revolution_env.agents.base import Agent
-from revolution_env.agents.compiled import STYLES, decide, values_against_samples
+from revolution_env.agents.compiled import decide, values_against_samples
+from revolution_env.agents.decisions import STYLES, Judgement, tables
 
 
 class HeuristicBot(Agent):
@@ -29,7 +28,7 @@ class HeuristicBot(Agent):
     name = "heuristic"
     style: str | None = None  # "value", "bargain" or "area": whose bid it plays
     judgement = Judgement()
-    # how the rivals' bids are sampled (.bidding)
+    # how the rivals' bids are sampled (decisions.model_rivals)
     samples, habit, sharpness, spread, clumping, persistence = 48, 0.5, 1.5, 0.3, 2.0, 2.0
     mirror, inner_samples = 0.0, 8  # the share of samples in which a rival plans its bid as we plan ours ...
     mirror_rivals = 3  # ... for this many rivals at most (the best armed; fewer is faster, and weaker)
@@ -62,7 +61,7 @@ class HeuristicBot(Agent):
 class ValueBot(HeuristicBot):
     """``value``: bids where its margin gains most against what the opponents can bid.
 
-    Every character is worth the change in its projected margin if it wins it (:mod:`.appraisal`: support,
+    Every character is worth the change in its projected margin if it wins it (:mod:`.decisions`: support,
     tokens at their end-game points or their bidding power, the cube's effect on the area majorities and on how
     soon the game ends, the best Spy move or Apothecary swap on the board as it stands), and the opponents'
     characters are valued the same way from their seats. Their public holdings are sampled into likely bids, a

@@ -8,9 +8,9 @@ actions and lets a small equilibrium computation at each decision pick a mixture
 
 1. **Candidates**: the policy's most likely bid and ``candidates - 1`` bids sampled from its masked distribution
    (the same bid drawn twice counts once).
-2. **Rivals**: the rivals' bids as ``value`` samples them (:mod:`.bidding`: their interests, their habits, a
+2. **Rivals**: the rivals' bids as ``value`` samples them (:mod:`.decisions`: their interests, their habits, a
    third of them planned as ``value`` plans its own bid), and what each candidate is worth against each sample
-   (:meth:`.heuristics.ValueBot.bid_values`, the change in projected margin of :mod:`.appraisal`). A
+   (:meth:`.heuristics.ValueBot.bid_values`, the change in projected margin). A
    policy checkpoint holds its actor only, no critic: the heuristics' appraisal is the judge.
 3. **Regret matching** (RM+, alternating updates, linear averaging) on that matrix: we choose a mixture over our
    candidates, the rivals a mixture over their samples, ``caution`` of it chosen against us (an adversary that
