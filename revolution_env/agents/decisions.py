@@ -863,7 +863,9 @@ def beta(rng, a, b):
     return ga / (ga + gb)
 
 
-@jit
+# Inlined in its three calls: passed to a function of its own, the generator costs a reference counted per call
+# (the slower way: docs/experiments.md, "One implementation of the heuristic bots").
+@jit(inline=True)
 def multinomial(rng, n, p, out):
     """``rng.multinomial(n, p)`` into ``out``, as NumPy draws it: a binomial per category on what is left."""
     d = p.shape[0]
