@@ -34,35 +34,25 @@ from revolution_env.common.jit import COMPILED, read_only
 
 # --- the same functions as plain Python ----------------------------------------------------------------------------
 
-MODULES = (decisions,)  # the bots' compiled code
 _PYTHON: dict[str, Callable] = {}
 
 
 def as_python(name: str) -> Callable:
-    """The function ``name`` of :mod:`.decisions` as plain Python, calling every other function of the bots as
-    plain Python too: what the bots play while Numba builds their machine code. Without Numba, the function
-    itself. Each compiled function's Python source (Numba's ``py_func``) runs in a copy of its module's namespace
-    in which the compiled functions are their plain twins, ``borrowed`` lends nothing, and a function that has a
-    plain-Python stand-in (a module's ``AS_PYTHON``) is that."""
+    """The function ``name`` of :mod:`.decisions` as plain Python, calling the module's other functions as plain
+    Python too: what the bots play while Numba builds their machine code. Without Numba, the function itself.
+    Each compiled function's Python source (Numba's ``py_func``) runs in a copy of the module's namespace in which
+    the compiled functions are their plain twins (or their stand-ins of ``decisions.AS_PYTHON``) and ``borrowed``
+    lends nothing."""
     if not COMPILED:
         return getattr(decisions, name)
     if not _PYTHON:
-        spaces = {m.__name__: dict(vars(m), borrowed=lambda arrays: arrays) for m in MODULES}
-        twins: dict[int, Callable] = {}
-        stand_ins = {id(getattr(m, k)): f for m in MODULES for k, f in getattr(m, "AS_PYTHON", {}).items()}
-        for m in MODULES:  # every compiled function, wherever it is defined
-            for value in vars(m).values():
-                f = getattr(value, "py_func", None)
-                if f is not None and id(value) not in twins:
-                    twin = stand_ins.get(id(value))
-                    if twin is None:
-                        twin = types.FunctionType(f.__code__, spaces[f.__module__], f.__name__, f.__defaults__)
-                    twins[id(value)] = twin
-        for space in spaces.values():  # each module's names for them, its imports included
-            for key, value in list(space.items()):
-                if id(value) in twins:
-                    space[key] = twins[id(value)]
-        _PYTHON.update(spaces[decisions.__name__])
+        space = dict(vars(decisions), borrowed=lambda arrays: arrays)
+        for key, value in vars(decisions).items():
+            f = getattr(value, "py_func", None)
+            if f is not None and f.__module__ == decisions.__name__:
+                twin = decisions.AS_PYTHON.get(key)
+                space[key] = twin or types.FunctionType(f.__code__, space, f.__name__, f.__defaults__)
+        _PYTHON.update(space)
     return _PYTHON[name]
 
 
