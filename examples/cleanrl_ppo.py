@@ -8,9 +8,8 @@ the env, random ones in batch), masks come from ``action_masks()``, and ``Masked
 policy's logits into a distribution over the legal bids and choices. Observations are divided by the layout's
 ``scale`` (raw counts otherwise).
 
-Measured (default arguments, 2 CPU cores shared with other work, 2026-11-23): 301,056 steps in 4 min 15 s
-(1,204 steps/s), 17,543 games; win rate against two random opponents over the last 200 games went from 0.38
-(chance 0.33) to 0.93-0.95.
+What it reaches (default arguments, 301,056 steps): a win rate against two random opponents over the last 200
+games from 0.38 (chance 0.33) to 0.93-0.95. How long it took, on what, is in docs/interop.md.
 """
 
 from __future__ import annotations
@@ -117,7 +116,8 @@ def main(args: Args) -> dict[str, float]:
                 optimizer.step()
         recent = float(np.mean(wins[-200:])) if wins else float("nan")
         print(
-            f"step {step:>8,}  games {games:>6,}  win rate (last 200) {recent:.2f}  SPS {step / (time.time() - start):,.0f}"
+            f"step {step:>8,}  games {games:>6,}  win rate (last 200) {recent:.2f}  "
+            f"SPS {step / (time.time() - start):,.0f}"
         )
     return {"steps": step, "games": games, "win_rate_last_200": recent, "seconds": time.time() - start}
 

@@ -7,9 +7,9 @@
 its ``action_masks()`` method. The only addition is dividing the observation by the layout's ``scale`` (raw counts
 otherwise), with Gymnasium's own ``TransformObservation``.
 
-Measured (default arguments, 2 CPU cores shared with other work, 2026-11-24): 100,000 steps in 2,058 s
-(49 steps/s: sb3-contrib's stock masked distribution builds one Categorical per action dimension, 57 of them;
-``revolution train`` uses a faster one); win rate against two random opponents over 200 games: 0.95 (chance 0.33).
+What it reaches (default arguments, 100,000 steps): a win rate against two random opponents over 200 games of 0.95
+(chance 0.33). sb3-contrib's stock masked distribution builds one Categorical per action dimension, 57 of them, so
+this is the slow way to train (``revolution train`` uses a faster one); the run's time is in docs/interop.md.
 """
 
 from __future__ import annotations

@@ -4,18 +4,18 @@
     python examples/supersuit_vec.py --smoke       # one update of a few hundred steps, to see that it runs
     python examples/supersuit_vec.py               # the default run (3 players, self-play)
 
-The recipe is SuperSuit's (and PettingZoo's SB3 tutorial): ``pettingzoo_env_to_vec_env_v1`` makes each seat of
-the Parallel env a sub-env, ``concat_vec_envs_v1(..., base_class="stable_baselines3")`` stacks several games into
-one SB3 ``VecEnv``, so the one model plays (and learns from) every seat. SuperSuit's own ``observation_lambda_v0``
-divides the observation by the layout's ``scale`` (raw counts otherwise). MaskablePPO with the stock
-``MultiInputPolicy`` takes the masks through ``revolution_training.sb3_pettingzoo.VecActionMasks``: neither SuperSuit's SB3
-wrapper nor sb3-contrib hands the observations' masks to MaskablePPO, and SuperSuit's SB3 wrapper cannot seed the
-games (the module's docstring names both defects).
+The recipe is SuperSuit's (and PettingZoo's SB3 tutorial): ``pettingzoo_env_to_vec_env_v1`` makes each seat of the
+Parallel env a sub-env, ``concat_vec_envs_v1(..., base_class="stable_baselines3")`` stacks several games into one SB3
+``VecEnv``, so the one model plays (and learns from) every seat. SuperSuit's own ``observation_lambda_v0`` divides the
+observation by the layout's ``scale`` (raw counts otherwise). MaskablePPO with the stock ``MultiInputPolicy`` takes the
+masks through ``revolution_training.sb3_pettingzoo.VecActionMasks``: neither SuperSuit's SB3 wrapper nor sb3-contrib
+hands the observations' masks to MaskablePPO, and SuperSuit's SB3 wrapper cannot seed the games (the module's docstring
+names both defects).
 Before and after training, the model plays seat after seat against ``random`` bots (``SB3ModelAgent``).
 
-Measured (default arguments, 2 CPU cores, 2026-11-24): 301,056 sub-env steps (100,352 steps of the 4 games, every
-seat learning) in 794 s; win rate against two random bots over 200 games 0.26 before, 0.91 after (chance 0.33).
-That run seeded torch only; the games are seeded too since (``seed=0``), so a rerun gives a close figure.
+What it reaches (default arguments, 301,056 sub-env steps, 100,352 steps of the 4 games, every seat learning): a
+win rate against two random bots over 200 games from 0.26 to 0.91 (chance 0.33). That run seeded torch only; the
+games are seeded too since (``seed=0``), so a rerun gives a close figure. Its time is in docs/interop.md.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Entry points: :func:`env` (AEC with the usual wrappers), :func:`raw_env`, :func:`parallel_env`; also registered
 with PettingZoo as ``revolution_v2`` (``pettingzoo.make("aec", "revolution_v2")``). For a single learner:
 :func:`gym_env` (Gymnasium, registered as ``Revolution-v2``) and :func:`vector_env` (many games in batch); for pure
-self-play, :func:`selfplay_vector_env` (every seat of many games a row of one learner). See
-``revolution_env.env`` for the documentation of spaces, masks, observations and rewards.
+self-play, :func:`selfplay_vector_env` (every seat of many games a row of one learner). Agents:
+:func:`load_agent` and :class:`Agent`. The options of every environment are in :func:`env`'s docstring; spaces,
+masks, observations and rewards in docs/environment.md.
 """
 
 import warnings
@@ -27,37 +28,40 @@ from revolution_env.env import (
     split_mask,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one version: pyproject.toml reads it from here (setuptools, without importing)
 
 
 def vector_env(num_envs: int, players: int = 3, opponents=None, seat=None, **options):
-    """``num_envs`` single-agent games stepped in batch (docs/environment.md §5 "Vectorised"); see
-    :func:`revolution_env.arena.vector.vector_env`. Imported on first use, so that ``import revolution_env`` does
-    not load the batched engine (and numba)."""
+    """``num_envs`` games stepped in batch, the learner at one seat of each: a ``gymnasium.vector.VectorEnv`` on the
+    batched engine (its loops compiled by Numba where it is installed, the ``fast`` extra).
+
+    ``opponents`` are what :func:`gym_env` takes, played in batch: ``random``, the heuristics (compiled),
+    checkpoints (one forward pass a step), or a league object choosing each new game's opponents. ``seat`` is the
+    learner's seat, or ``None`` to draw it per game. Other options: ``mask_in_obs``, ``keep_finished`` (finished
+    games kept for ``pop_finished()``, which hands them back as scenarios that ``revolution scenario`` replays) and
+    the options of :func:`env`. Finished games reset themselves in the same step (``info["final_obs"]``);
+    ``action_masks()`` is a bool array of shape ``(num_envs, sum(nvec))``. docs/environment.md §5 "Vectorised"
+    says more.
+
+    Imported on first use, so that ``import revolution_env`` does not load the batched engine (and Numba).
+    """
     from revolution_env.arena.vector import vector_env as make
 
     return make(num_envs, players=players, opponents=opponents, seat=seat, **options)
 
 
 def selfplay_vector_env(num_games: int, players: int = 3, **options):
-    """Pure self-play in batch: every seat of ``num_games`` games is a row of one ``gymnasium.vector.VectorEnv``,
-    so that one forward pass of the policy decides for every seat; see
-    :mod:`revolution_env.arena.selfplay`. Imported on first use, as :func:`vector_env`.
+    """Pure self-play in batch: every seat of ``num_games`` games is a row of one ``gymnasium.vector.VectorEnv``
+    (``num_envs = num_games * players``; row ``r`` is seat ``r % players`` of game ``r // players``, and the
+    puppet of two players has none), so that one forward pass of the policy decides for every seat.
 
-    | property    | value                                                                                         |
-    |-------------|-----------------------------------------------------------------------------------------------|
-    | rows        | ``num_envs = num_games * players``: row ``r`` is seat ``r % players`` of game ``r // players`` (the puppet has none) |
-    | observation | each row its seat's own observation, the scalar env's (float32 ``Box``; a ``Dict`` with ``mask_in_obs=True``) |
-    | action      | one ``MultiDiscrete(nvec)`` per row; ``action_mode="tokens"``: one ``Discrete(n)`` token of the seat's bid |
-    | decisions   | bids: every player's row in the same step; Guy, Spy, Apothecary: the deciding seat's row alone. Other rows get ``Decision.NONE`` (``info["decision"] == 0``), their action ignored |
-    | masks       | ``action_masks()``: bool ``(num_envs, sum(nvec))`` (token mode ``(num_envs, n)``); a waiting row allows only the no-op |
-    | reward      | each row its seat's: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``                 |
-    | autoreset   | ``SAME_STEP`` per game: ``info["final_obs"]``, ``info["final_info"]`` (``seat``, ``won``, ``support``, ``rounds``, ``illegal_action``) in the rows of games that ended |
-    | illegal     | ``illegal="terminate"``: the game ends, -1 to the offending row, 0 to its others; ``"raise"``: ``IllegalActionError`` |
-    | finished    | ``pop_finished()``: ``(scenario, final_state)`` pairs that ``revolution scenario`` replays        |
-
-    Other options: ``mask_in_obs``, ``keep_finished`` and the rule and reward options of :func:`env`. Bad input
-    raises ``ValueError`` naming the option.
+    Each row observes, acts and is rewarded as its seat would in :func:`env`. A bid is a step of every row at
+    once; a Guy, Spy or Apothecary decision a step of the deciding row alone, while the others get
+    ``Decision.NONE`` (``info["decision"] == 0``), a mask that allows only the no-op, and their action ignored.
+    Games reset themselves in the same step (``info["final_obs"]``, ``info["final_info"]``); ``pop_finished()``
+    hands finished games back as scenarios. Options: ``mask_in_obs``, ``keep_finished`` and the options of
+    :func:`env`; bad input raises ``ValueError`` naming the option. :mod:`revolution_env.arena.selfplay` has the
+    details; imported on first use, as :func:`vector_env`.
     """
     from revolution_env.arena.selfplay import selfplay_vector_env as make
 

@@ -25,7 +25,7 @@ buffer, PPO's updates; the difference is what the league's opponents cost); and 
 opponents on one thread, whose seconds are the run's work: no schedule on this machine's cores can beat that work
 shared perfectly among them, so ``cores x`` that rate bounds the first (the first and the third are each the mean
 of two runs in the order A B B A, since a run's rate moves with what ran before it). A last run trains it with
-``selfplay: true``
+``selfplay: {enabled: true}``
 (every seat of every game the learner): its learner steps are rows, the real decisions among them counted apart.
 
 ``--load N`` measures everything twice, alone and then beside N busy processes that the script starts and stops
@@ -198,10 +198,10 @@ def batched_sampler(env, seed: int = 0):
     """Uniform legal actions for every game at once, from the masks: a token dimension whose mask allows more than
     target 0 (a token the seat holds, while it bids) takes a uniform legal target of its type (the rows of one token
     type share one legal set), dimension 0 a uniform allowed choice where the decision has one. The cheapest NumPy
-    draw measured here (3.1 -> 1.4 ms for 4,096 rows): a float only for each held token (a twentieth of the rows'
+    draw measured here (``docs/experiments.md``, "Speed"): a float only for each held token (a twentieth of the rows'
     token dimensions), gathered from a flat table of the types' legal targets, and scattered into zeros; the rows
     with a choice read from the step's ``info["decision"]``, as a policy reads its infos, where it is given (a
-    strided ``any`` over the masks took 0.3 of the 1.3 ms)."""
+    strided ``any`` over the masks costs a fifth of the draw)."""
     from revolution_env.engine import BID
 
     c = env.codec
@@ -234,7 +234,7 @@ def batched_sampler(env, seed: int = 0):
             choosing = np.flatnonzero(masks[:, 1 : c.C].any(1))
         else:  # a non-bid decision (Guy, Spy, Apothecary, Remove) always offers an option
             choosing = np.flatnonzero(decisions > int(BID))
-        if len(choosing):  # noise in float32, half float64's bytes (0.31 -> 0.23 ms for 1,500 rows)
+        if len(choosing):  # noise in float32: half float64's bytes, so faster
             score = rng.random((len(choosing), c.C), dtype=np.float32)
             score += masks[choosing, : c.C]
             out[choosing, 0] = score.argmax(1)
@@ -380,27 +380,28 @@ def goofspiel_random_play(players: int = 3, cards: int = 13):
 
 # The league of configs/default.yaml with every opponent seat `random` (drawn in batch, nearly free): what the
 # learner itself costs (its forward passes, SB3's buffer, PPO's updates) beside the default league's opponents.
-RANDOM_LEAGUE = {"heuristics": ["random"], "p_latest": 0.0, "p_past": 0.0, "p_heuristics": 1.0}
+RANDOM_LEAGUE = {"league": {"heuristics": ["random"], "p_latest": 0.0, "p_past": 0.0, "p_heuristics": 1.0}}
 
 
 def default_training(steps: int, one_core: bool = False, **overrides) -> dict[str, float]:
     """Train configs/default.yaml (with ``overrides``) for ``steps`` learner steps in a scratch folder, evaluations
-    and the imitation before PPO off (the imitation is a fixed cost, about 20 s, not a rate): PPO's learner steps/s
+    and the imitation before PPO off (the imitation is a fixed cost, not a rate): PPO's learner steps/s
     while it trains (from ``learn()`` to the last save, the run's own figure) and the seconds of the rest of
     ``train()`` (start-up: imports, the league, the model; tear-down). ``one_core``: PPO's updates and the
     opponents on one thread, so that the run's seconds are its work."""
     import tempfile
     from pathlib import Path
 
-    from revolution_training.config import load_config
+    from revolution_training.config import load_config, merge
     from revolution_training.train import train
 
     from revolution_env.common.workers import environment
 
     config = load_config(Path(__file__).resolve().parent.parent / "configs" / "default.yaml")
-    if config.magnet == "imitation":  # without the imitation, the magnet is the start, frozen: the same forward pass
-        overrides = {"magnet": "latest", "magnet_every": steps + 1, **overrides}
-    config = config.replace(total_steps=steps, eval_every=0, pretrain_teacher=None, **overrides)
+    if config.mmd.magnet == "imitation":  # without the imitation, the magnet is the start, frozen: the same pass
+        overrides = merge({"mmd": {"magnet": "latest", "magnet_every": steps + 1}}, overrides)
+    off = {"evaluation": {"every": 0}, "imitation": {"teacher": None}}
+    config = config.replace(**merge(merge({"total_steps": steps}, off), overrides))
     threads = {}
     if one_core:
         config = config.replace(torch_threads=1)
@@ -421,13 +422,13 @@ def default_training(steps: int, one_core: bool = False, **overrides) -> dict[st
 
 
 def selfplay_training(steps: int, **overrides) -> dict[str, float]:
-    """``default_training`` with ``selfplay: true`` (the league's keys back to their defaults). A learner step is a
-    row, a seat of a game: ``rows_per_s`` counts them all, ``decisions_per_s`` those with a real decision (a row
-    that waits while another seat decides steps with the no-op), from the env's own count."""
+    """``default_training`` with ``selfplay: {enabled: true}`` (the league's keys back to their defaults). A learner
+    step is a row, a seat of a game: ``rows_per_s`` counts them all, ``decisions_per_s`` those with a real decision
+    (a row that waits while another seat decides steps with the no-op), from the env's own count."""
     from unittest import mock
 
     import revolution_training.train as training
-    from revolution_training.config import LEAGUE_OPPONENTS
+    from revolution_training.config import LEAGUE_OPPONENTS, merge
 
     made, make = [], training.make_vec_env
 
@@ -436,7 +437,7 @@ def selfplay_training(steps: int, **overrides) -> dict[str, float]:
         return made[-1]
 
     with mock.patch.object(training, "make_vec_env", kept):
-        run = default_training(steps, selfplay=True, **{**LEAGUE_OPPONENTS, **overrides})
+        run = default_training(steps, **merge(merge(LEAGUE_OPPONENTS, {"selfplay": {"enabled": True}}), overrides))
     share = made[0].get_attr("decisions_made")[0] / run["steps"]
     return {**run, "rows_per_s": run["decisions_per_s"], "decisions_per_s": run["decisions_per_s"] * share}
 
@@ -539,7 +540,8 @@ def main() -> None:
     parser.add_argument(
         "--opponents",
         default="random",
-        help="the opponents of the single-agent and vector envs (random: drawn in batch; a heuristic: its compiled code)",
+        help="the opponents of the single-agent and vector envs (random: drawn in batch; a heuristic: its compiled "
+        "code)",
     )
     parser.add_argument(
         "--vector",
@@ -559,7 +561,7 @@ def main() -> None:
         metavar="STEPS",
         help="also train the default config (configs/default.yaml, no evaluations) for STEPS learner steps three "
         "times: as configured, with every opponent seat random (the learner's own cost), and on one thread (the "
-        "run's work, which bounds what the cores can do), then once by pure self-play (selfplay: true); report "
+        "run's work, which bounds what the cores can do), then once by pure self-play (selfplay.enabled: true); report "
         "their learner steps/s beside the single-agent env's random play",
     )
     parser.add_argument(

@@ -136,8 +136,10 @@ def main() -> None:
     start = time.perf_counter()
     result = duel(args.bots, args.games, options, args.seed, args.jobs)
     elapsed = time.perf_counter() - start
-    print(f"{options} {args.games} games, {elapsed:.1f} s, mean rounds {result['rounds']:.1f}, "
-          f"truncated {result['truncated']}" + (f", Guy not beaten {result['guy_wins']}" if args.players == 2 else ""))  # fmt: skip
+    print(
+        f"{options} {args.games} games, {elapsed:.1f} s, mean rounds {result['rounds']:.1f}, "
+        f"truncated {result['truncated']}" + (f", Guy not beaten {result['guy_wins']}" if args.players == 2 else "")
+    )
     for name in dict.fromkeys(args.bots):
         print(f"  {name:<8} win {100 * result['wins'][name]:5.1f}%  margin {result['margin'][name]:+6.1f}  "
               f"{result['ms'].get(name, 0):.2f} ms/decision")  # fmt: skip

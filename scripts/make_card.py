@@ -92,7 +92,8 @@ def main() -> None:
     hours = card["wall_time_s"] / 3600
     lines += [
         f"- environment: trained on `{ckpt['env']}` ({opts}); every evaluation below holds on `{ENV_NAME}`",
-        f"- trained: {card['steps']:,} learner steps, {hours:.2f} h wall time on 2 CPU cores (saved {card['saved_at']})",
+        f"- trained: {card['steps']:,} learner steps, {hours:.2f} h wall time on 2 CPU cores "
+        f"(saved {card['saved_at']})",
     ]
     recipes = {stage["config"] for stage in card["stages"] if "name" in stage}
     if recipes:

@@ -37,11 +37,12 @@ def one_line_error(proc: subprocess.CompletedProcess, words: str) -> None:
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("heuristics: [value, nosuch]", "heuristics: expected an agent spec"),
-        ("eval_opponents: [nosuch]", "eval_opponents: expected an agent spec"),
-        ("eval_fill: nosuch", "eval_fill: expected an agent spec"),
-        ("pretrain_teacher: nosuch", "pretrain_teacher: expected an agent spec"),
-        ("board: nosuch", "board: expected a board that loads"),
+        ("league: {heuristics: [value, nosuch]}", "league.heuristics: expected an agent spec"),
+        ("evaluation: {opponents: [nosuch]}", "evaluation.opponents: expected an agent spec"),
+        ("evaluation: {fill: nosuch}", "evaluation.fill: expected an agent spec"),
+        ("imitation: {teacher: nosuch}", "imitation.teacher: expected an agent spec"),
+        ("game: {board: nosuch}", "game.board: expected a board that loads"),
+        ("eval_fill: random", "eval_fill is now evaluation.fill"),
         ("device: nonsense", "device: expected cpu, cuda, cuda:N, mps or auto"),
         ("total_steps: " + "9" * 400, "total_steps: expected a positive integer up to 1e+12"),
         ("seed: 1\nn_envs: 2\nseed: 2", "seed: given twice (lines 1 and 3)"),

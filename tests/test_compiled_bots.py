@@ -320,9 +320,13 @@ def test_revolution_train_starts_the_build_before_torch_and_the_wait_counts_from
     _fake_build(monkeypatch, tmp_path, cached)
     started = []
     monkeypatch.setattr(EndingBuild, "__init__", lambda self, args, **kwargs: started.append(args))
-    start_compiling(TrainConfig(pretrain_teacher=None, heuristics=["random"], eval_opponents=["random"]))
+    start_compiling(
+        TrainConfig(
+            imitation={"teacher": None}, league={"heuristics": ["random"]}, evaluation={"opponents": ["random"]}
+        )
+    )
     assert not started and compiled.building_since() is None  # no bot in this run: nothing to build
-    start_compiling(TrainConfig(pretrain_teacher="value", heuristics=["random", "bargain"]))
+    start_compiling(TrainConfig(imitation={"teacher": "value"}, league={"heuristics": ["random", "bargain"]}))
     assert len(started) == 1 and started[0][1:3] == ["-m", "revolution_env.agents.build_bots"]
     since = compiled.building_since()
     assert since is not None and since <= time.monotonic()

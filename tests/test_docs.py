@@ -32,8 +32,9 @@ SKIP_DIRS = {
     ".ruff_cache",
     ".hypothesis",
     "build",
+    "_build",
     "dist",
-}  # not ours, or written while the tests run (hypothesis's examples)
+}  # not ours, or written while the tests run (hypothesis's examples), or built (the site)
 TEXT = {".py", ".md", ".yaml", ".yml", ".json", ".toml", ".txt", ".cfg", ".html", ".js", ".sh", ""}
 # Files that commands write into their output folders: cited by name, never kept in the repository.
 GENERATED = {"report.md", "exploit.md"}  # written by revolution eval and revolution exploit into their --out
@@ -182,3 +183,96 @@ def test_every_markdown_link_lands():
             elif anchor and anchor not in {slug(h) for h in headings(dest)}:
                 broken.append(f"{path.relative_to(ROOT)}: {target} (no such heading)")
     assert not broken, "links that land nowhere:\n" + "\n".join(broken)
+
+
+# --- each fact once ----------------------------------------------------------------------------------------------
+
+
+def test_the_version_is_written_once():
+    """``revolution_env.__version__`` is the version: pyproject.toml reads it (no version of its own), and the
+    installed package's metadata says the same."""
+    import importlib.metadata
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 and later
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "revolution_env.__version__"}
+    assert importlib.metadata.version("revolution-env") == revolution_env.__version__
+
+
+def option_listings(text: str) -> list[str]:
+    """The paragraphs (or tables) of a Markdown text that name most of the environment's options."""
+    from revolution_env.env.core import OPTIONS
+
+    return [
+        part[:80]
+        for part in re.split(r"\n\s*\n", text)
+        if sum(f"`{option}`" in part for option in OPTIONS) > len(OPTIONS) // 2
+    ]
+
+
+def test_the_env_options_are_described_once():
+    """The docstring of ``revolution_env.env`` describes every option the environments take, one entry each, and
+    no page lists them again (the site shows the docstring; the README and the pages point to it)."""
+    import inspect
+
+    from revolution_env.env.core import OPTIONS
+
+    assert re.findall(r"^``(\w+)``$", inspect.getdoc(revolution_env.env), re.MULTILINE) == list(OPTIONS)
+    pages = [ROOT / "README.md", *DOCS.glob("*.md")]
+    again = {str(p.relative_to(ROOT)): found for p in pages if (found := option_listings(p.read_text("utf-8")))}
+    assert not again, f"the env options listed again (point to help(revolution_env.env) instead): {again}"
+
+
+def test_an_option_listing_is_found():
+    listing = (
+        "Options: `players` (2, 3, 4), `bid_refunds`, `area_control_bonus`, `first_edition`, `max_rounds`, `reward`"
+    )
+    assert option_listings(f"# Title\n\n{listing}\n\nOther text.") == [listing[:80]]
+
+
+WIDTH = 120  # pyproject.toml's line length, prose included
+
+
+def long_prose_lines(text: str) -> list[int]:
+    """The lines of a Markdown text over ``WIDTH`` columns, outside code blocks and tables."""
+    long, fence = [], False
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+        elif not fence and len(line) > WIDTH and not line.lstrip().startswith("|"):
+            long.append(number)
+    return long
+
+
+def test_markdown_prose_is_wrapped():
+    """The guide and the pages are wrapped at 120 columns, as the code is (tables and code blocks aside). The cards
+    (``checkpoints/*.md``) and the reports under ``docs/results/`` are written by commands, not by hand."""
+    pages = [
+        ROOT / "README.md",
+        *DOCS.glob("*.md"),
+        DOCS / "results" / "README.md",
+        ROOT / "checkpoints/heldout/README.md",
+    ]
+    long = {str(p.relative_to(ROOT)): lines for p in pages if (lines := long_prose_lines(p.read_text("utf-8")))}
+    assert not long, f"Markdown lines over {WIDTH} columns (file: line numbers): {long}"
+
+
+def test_a_long_prose_line_is_found():
+    text = "\n".join(["# Title", "x" * 121, "```", "y" * 200, "```", "| " + "z" * 200, "short"])
+    assert long_prose_lines(text) == [2]
+
+
+def test_every_page_is_on_the_site():
+    """The site's home page (``docs/index.md``) lists every page of ``docs/``, every card and the README, so that a
+    new page is not left off the site (Sphinx would only warn of it at build time, in CI)."""
+    listed = set()
+    for block in re.findall(r"```\{toctree\}\n(.*?)```", (DOCS / "index.md").read_text("utf-8"), re.DOTALL):
+        entries = [line.strip() for line in block.splitlines() if line.strip() and not line.startswith(":")]
+        listed |= {re.sub(r".*<(.*)>$", r"\1", entry) for entry in entries}  # "Title <target>" or "target"
+    pages = {p.stem for p in DOCS.glob("*.md")} - {"index"}
+    cards = {f"/checkpoints/{p.stem}" for p in (ROOT / "checkpoints").glob("*.md")}
+    missing = sorted((pages | cards | {"/README", "results/README"}) - listed)
+    assert not missing, f"pages missing from the toctrees of docs/index.md: {missing}"
+    api = {f"api/{p.stem}" for p in (DOCS / "api").glob("*.rst")}
+    assert api <= listed, f"API pages missing from docs/index.md: {sorted(api - listed)}"

@@ -686,3 +686,194 @@ def test_pool_workers_share_the_cores_between_their_math_libraries(monkeypatch):
         "NUMBA_NUM_THREADS": share,
     }
     assert os.environ.get("OPENBLAS_NUM_THREADS") is None and os.environ["MKL_NUM_THREADS"] == "3"
+
+
+# --- resuming (revolution_env/evaluation/journal.py) ---------------------------------------------------------------
+
+RESUMABLE = {
+    "lineup": ["--players", "2", "--agents", "random", "value", "--games", "6"],
+    "pool": ["--players", "2", "--pool", "random", "value", "bargain", "--games", "2"],
+    "gauntlet": ["--players", "3", "--gauntlet", "value", "--opponents", "random", "area", "--held-out", "bargain",
+                 "--games", "2"],
+}  # fmt: skip
+
+
+def stop_after(monkeypatch, pieces: int, signal_class: type = KeyboardInterrupt) -> None:
+    """Ctrl-C (or SIGTERM: ``Terminated``) right after the evaluation has written ``pieces`` more pieces of games."""
+    from revolution_env.evaluation.journal import Journal
+
+    record, calls = Journal.record, []
+
+    def record_then_stop(self, tasks, results):
+        record(self, tasks, results)
+        calls.append(len(tasks))
+        if len(calls) == pieces:
+            raise signal_class
+
+    monkeypatch.setattr(Journal, "record", record_then_stop)
+
+
+def outputs(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.suffix in (".json", ".jsonl", ".md")}
+
+
+@pytest.mark.parametrize(("mode", "workers"), [("lineup", "1"), ("pool", "2"), ("gauntlet", "1")])
+def test_an_evaluation_stopped_again_and_again_ends_as_one_never_stopped(tmp_path, monkeypatch, mode, workers):
+    """Stopped by Ctrl-C, then by SIGTERM, it writes the games so far, marked partial, and the same command
+    continues; the last run's files are those of a run never stopped (played with other workers)."""
+    from revolution_env.common.workers import Terminated
+
+    args = [*RESUMABLE[mode], "--seed", "4"]
+    assert run_eval(*args, "--workers", workers, "--out", str(tmp_path / "uninterrupted")) == 0
+    whole = outputs(tmp_path / "uninterrupted")
+    total = json.loads(whole["results.json"])["progress"]["games_total"]
+    out = tmp_path / "resumed"
+    played = 0
+    for stop, status in ((KeyboardInterrupt, 130), (Terminated, 143)):
+        with monkeypatch.context() as patch:
+            stop_after(patch, 2 if stop is Terminated else 1, stop)
+            assert run_eval(*args, "--workers", "1", "--out", str(out)) == status
+        results = json.loads((out / "results.json").read_text())
+        lines = (out / "games.jsonl").read_text().splitlines()
+        assert played < len(lines) < total
+        assert results["complete"] is False
+        assert results["progress"] == {"games_played": len(lines), "games_total": total}
+        assert "**Partial: interrupted after" in (out / "report.md").read_text()
+        played = len(lines)
+    assert run_eval(*args, "--workers", "1", "--out", str(out)) == 0
+    moved = {name: whole[name].replace(b"/uninterrupted", b"/resumed") for name in ("report.md", "evaluation.json")}
+    assert outputs(out) == {**whole, **moved}
+
+
+def test_a_partial_gauntlet_reports_the_tables_played_so_far(tmp_path, monkeypatch):
+    """Stopped before some tables have any game: those have no win rate and are no one's worst table."""
+    out = tmp_path / "g"
+    stop_after(monkeypatch, 2)
+    assert run_eval(*RESUMABLE["gauntlet"], "--workers", "1", "--out", str(out)) == 130
+    data = json.loads((out / "results.json").read_text())
+    tables = data["gauntlet"]["tables"]
+    assert [t["games"] for t in tables] == [2, 2, 0]  # 8 games in four pieces of 2: the first two
+    assert tables[2]["win_rate"] is None and data["gauntlet"]["worst"] in tables[:2]
+    assert data["held_out"]["tables"][0]["games"] == 0 and data["held_out"]["worst"] is None
+    assert "no table played yet" in (out / "report.md").read_text()
+    assert (out / "gauntlet.png").read_bytes()[:8] == PNG_MAGIC
+
+
+class FakeRay:
+    """What the evaluation uses of Ray, run here: each chunk is played when it is waited for, the last one asked for
+    first, so that games finish out of order (as on a cluster)."""
+
+    class Ref:
+        def __init__(self, function, args):
+            self.function, self.args = function, args
+
+    def __init__(self):
+        self.started, self.cancelled = False, []
+
+    def is_initialized(self):
+        return self.started
+
+    def init(self, **kwargs):
+        self.started = True
+
+    def shutdown(self):
+        self.started = False
+
+    def cluster_resources(self):
+        return {"CPU": 1.0}
+
+    def remote(self, function):
+        return type("Remote", (), {"remote": lambda _, *args: FakeRay.Ref(function, args)})()
+
+    def wait(self, pending, num_returns=1):
+        return pending[-1:], pending[:-1]
+
+    def get(self, ref):
+        return ref.function(*ref.args)
+
+    def cancel(self, ref):
+        self.cancelled.append(ref)
+
+
+def test_an_evaluation_on_ray_resumes_whatever_order_its_games_finish_in(tmp_path, monkeypatch):
+    import importlib.machinery
+    import types
+
+    fake = FakeRay()
+    module = types.ModuleType("ray")
+    module.__spec__ = importlib.machinery.ModuleSpec("ray", None)
+    for name in ("is_initialized", "init", "shutdown", "cluster_resources", "remote", "wait", "get", "cancel"):
+        setattr(module, name, getattr(fake, name))
+    args = [*RESUMABLE["pool"], "--seed", "9"]
+    assert run_eval(*args, "--workers", "1", "--out", str(tmp_path / "local")) == 0
+    monkeypatch.setitem(sys.modules, "ray", module)
+    out = tmp_path / "ray"
+    with monkeypatch.context() as patch:
+        stop_after(patch, 2)
+        assert run_eval(*args, "--ray", "--out", str(out)) == 130
+    lines = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
+    assert [line["game"] for line in lines] == [5, 4]  # chunks of one game (1 CPU), the last first
+    assert fake.cancelled and not fake.started  # the rest cancelled, the session closed
+    assert run_eval(*args, "--ray", "--out", str(out)) == 0
+    local = outputs(tmp_path / "local")
+    assert json.loads(local["results.json"]) == json.loads((out / "results.json").read_text())
+    assert local["games.jsonl"] == (out / "games.jsonl").read_bytes()  # rewritten in game order at the end
+
+
+def test_a_torn_last_line_is_played_again_and_the_file_repaired_before_appending(tmp_path, monkeypatch):
+    """A kill in the middle of a line (SIGKILL, a power cut) leaves it torn: reading drops it, and the file is
+    rewritten with the whole lines before the next game is appended, so that no line is glued to the torn one."""
+    args = ["--players", "2", "--agents", "random", "value", "--games", "6", "--seed", "2", "--workers", "1"]
+    assert run_eval(*args, "--out", str(tmp_path / "whole")) == 0
+    out = tmp_path / "torn"
+    with monkeypatch.context() as patch:
+        stop_after(patch, 2)
+        assert run_eval(*args, "--out", str(out)) == 130
+    games = out / "games.jsonl"
+    lines = games.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 4  # six games in pieces of two: two pieces
+    games.write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # the last line cut in half
+    with monkeypatch.context() as patch:
+        stop_after(patch, 1)
+        assert run_eval(*args, "--out", str(out)) == 130
+    again = [json.loads(line) for line in games.read_text().splitlines()]  # every line whole
+    assert [line["game"] for line in again] == [0, 1, 2, 3]  # game 3 played again, appended on a line of its own
+    assert run_eval(*args, "--out", str(out)) == 0
+    assert games.read_bytes() == (tmp_path / "whole" / "games.jsonl").read_bytes()
+    assert json.loads((out / "results.json").read_text()) == json.loads(
+        (tmp_path / "whole" / "results.json").read_text()
+    )
+
+
+def test_a_damaged_line_before_the_last_is_one_line_naming_it(tmp_path, capsys):
+    args = ["--players", "2", "--agents", "random", "value", "--games", "3", "--workers", "1", "--out", str(tmp_path)]
+    assert run_eval(*args) == 0
+    games = tmp_path / "games.jsonl"
+    lines = games.read_text().splitlines(keepends=True)
+    capsys.readouterr()
+    for damaged, words in [
+        ("{not json\n", "line 2 is not a game"),
+        (lines[2], "line 3 is not a game of this evaluation (game 2)"),  # a game given twice
+        (lines[1].replace('"game": 1', '"game": 7'), "line 2 is not a game of this evaluation"),
+    ]:
+        games.write_text(lines[0] + damaged + lines[2])
+        assert run_eval(*args) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --out: ") and words in err and err.count("\n") == 1, err
+
+
+def test_what_an_agent_plays_from_is_fingerprinted(tmp_path):
+    from revolution_env.evaluation.journal import files_of, fingerprints
+
+    bot = str(tmp_path / "bot.pt")
+    assert files_of("value") == [] and files_of(bot) == files_of(f"{bot}:sample") == [bot]
+    assert files_of(f"search:{bot}") == files_of(f"mix:{bot}@2,value") == files_of(f"meta:{bot}:sample,random") == [bot]
+    (tmp_path / "bot.pt").write_bytes(b"one")
+    population = tmp_path / "population.json"
+    members = [{"spec": "bot.pt", "weight": 1}, {"spec": "value", "weight": 1}]
+    population.write_text(json.dumps({"format": "revolution-population", "population": members}))
+    assert files_of(str(population)) == [str(population), bot]
+    first = fingerprints({"a": bot, "b": f"mix:{bot}@1,value"})
+    assert list(first) == [bot]
+    (tmp_path / "bot.pt").write_bytes(b"two")
+    assert fingerprints({"a": bot}) != first

@@ -24,8 +24,16 @@ def _quiet():
         yield
 
 
-@pytest.mark.parametrize("options", [{"players": 2}, {"players": 3}, {"players": 4},
-                                     {"players": 3, "first_edition": True}, {"players": 3, "mask_in_obs": True}])  # fmt: skip
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"players": 2},
+        {"players": 3},
+        {"players": 4},
+        {"players": 3, "first_edition": True},
+        {"players": 3, "mask_in_obs": True},
+    ],
+)
 def test_gymnasiums_and_sb3s_checkers_pass(options):
     from gymnasium.utils.env_checker import check_env
 

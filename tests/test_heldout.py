@@ -103,23 +103,30 @@ def test_no_training_config_names_a_held_out_opponent(path):
     assert held_out_specs(data) == [], f"{path.relative_to(ROOT)} names held-out opponents"
 
 
+def first_field(changes: dict) -> str:
+    """The config field a change names, as an error names it (``section.field``, or a key at the top)."""
+    key, value = next(iter(changes.items()))
+    return f"{key}.{next(iter(value))}" if isinstance(value, dict) else key
+
+
 @pytest.mark.parametrize(
     "changes",
     [
-        {"heuristics": ["value", "value-mirror"]},
-        {"eval_opponents": ["area-wide"]},
-        {"eval_fill": "mix:random@1,bargain-cautious@1"},
-        {"pretrain_teacher": "value-habit"},
+        {"league": {"heuristics": ["value", "value-mirror"]}},
+        {"evaluation": {"opponents": ["area-wide"]}},
+        {"evaluation": {"fill": "mix:random@1,bargain-cautious@1"}},
+        {"imitation": {"teacher": "value-habit"}},
         {"init_from": "checkpoints/heldout/previous_three_players.pt"},
+        {"stages": [{"name": "a", "total_steps": 64, "league": {"heuristics": ["area-wide"]}}]},
     ],
-    ids=lambda c: next(iter(c)),
+    ids=lambda c: first_field(c),
 )
 def test_training_refuses_a_held_out_opponent(changes):
     from revolution_training.config import from_dict
 
     with pytest.raises(ValueError) as info:
-        from_dict({"players": 3, **changes}, "x.yaml")
-    field = next(iter(changes))
+        from_dict({"game": {"players": 3}, **changes}, "x.yaml")
+    field = first_field(changes)
     assert str(info.value).startswith(f"x.yaml: {field}: ")
     assert "held-out opponents are for evaluation only" in str(info.value)
 
@@ -129,14 +136,14 @@ def test_revolution_train_refuses_it_in_one_line(tmp_path):
     import sys
 
     config = tmp_path / "c.yaml"
-    config.write_text("players: 3\nheuristics: [value, bargain-bold]\n")
+    config.write_text("game: {players: 3}\nleague: {heuristics: [value, bargain-bold]}\n")
     proc = subprocess.run(
         [sys.executable, "-m", "revolution_training", "train", "--config", str(config)],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )  # fmt: skip
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == (
-        f"error: {config}: heuristics: 'bargain-bold' is held out: held-out opponents are for evaluation only "
+        f"error: {config}: league.heuristics: 'bargain-bold' is held out: held-out opponents are for evaluation only "
         "(docs/heldout.md)\n"
     )
 

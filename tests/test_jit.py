@@ -231,11 +231,15 @@ def test_two_processes_filling_the_cache_at_once_leave_each_signature_its_own_co
         racers = [subprocess.Popen([sys.executable, str(tmp_path / "racer.py"), role, str(folder), which])
                   for role in "AB"]  # fmt: skip
         assert [racer.wait(timeout=120) for racer in racers] == [0, 0]
-        load = (f"import sys; sys.path.insert(0, {str(folder)!r}); import numpy as np, racemod; "
-                f"f = racemod.{which}; print(float(f(np.arange(1, 6))), float(f(np.linspace(0.5, 2.5, 5))))")  # fmt: skip
+        load = (
+            f"import sys; sys.path.insert(0, {str(folder)!r}); import numpy as np, racemod; "
+            f"f = racemod.{which}; print(float(f(np.arange(1, 6))), float(f(np.linspace(0.5, 2.5, 5))))"
+        )
         out = subprocess.run([sys.executable, "-c", load], capture_output=True, text=True, timeout=120)
         return [float(x) for x in out.stdout.split()] if out.returncode == 0 else [out.returncode]
 
     plain = race_then_load("plain")
-    assert plain != [30.0, 15.0], "Numba's own cache survived the race: numba/numba#4807 fixed? _LockedCacheFile may go"
+    assert plain != [30.0, 15.0], (
+        "Numba's own cache survived the race: numba/numba#4807 fixed? jit.py's cache lock may go"
+    )
     assert race_then_load("ours") == [30.0, 15.0]

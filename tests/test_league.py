@@ -1,5 +1,5 @@
-"""The league's prioritized fictitious self-play (revolution_training.league): weights, sampling, results that persist and
-reach the readers, the win-rate matrix, and a real short run with ``opponent_sampling: pfsp``."""
+"""The league's prioritized fictitious self-play (revolution_training.league): weights, sampling, results that persist
+and reach the readers, the win-rate matrix, and a real short run with ``opponent_sampling: pfsp``."""
 
 from __future__ import annotations
 
@@ -83,15 +83,24 @@ def test_the_win_rate_matrix_is_drawn(tmp_path):
 
 def test_a_short_pfsp_run_records_results_and_draws_the_matrix(tmp_path):
     out = tmp_path / "run"
-    config = write_config(tmp_path, opponent_sampling="pfsp", heuristics=["random", "value"], p_latest=0.2,
-                          p_past=0.4, p_heuristics=0.4, eval_every=0)  # fmt: skip
+    config = write_config(
+        tmp_path,
+        league={
+            "opponent_sampling": "pfsp",
+            "heuristics": ["random", "value"],
+            "p_latest": 0.2,
+            "p_past": 0.4,
+            "p_heuristics": 0.4,
+        },
+        evaluation={"every": 0},
+    )
     proc = train_cli("--config", str(config), "--out", str(out))
     log, _ = proc.communicate(timeout=180)
     assert proc.returncode == 0, log
     data = read_league_file(out / "league")
     assert set(data["results"]) >= {"random", "value"}
     assert data["history"] and (out / "league.png").exists()
-    assert json.loads((out / "state.json").read_text())["config"]["opponent_sampling"] == "pfsp"
+    assert json.loads((out / "state.json").read_text())["config"]["league"]["opponent_sampling"] == "pfsp"
 
 
 def test_exploiters_join_the_league_reach_the_readers_and_roll_back(tmp_path):
@@ -126,23 +135,33 @@ def test_exploiters_join_the_league_reach_the_readers_and_roll_back(tmp_path):
 def test_exploiters_need_pfsp(tmp_path):
     from revolution_training.config import TrainConfig
 
-    with pytest.raises(ValueError, match="exploiter_every: exploiters join the league under opponent_sampling: pfsp"):
-        TrainConfig(exploiter_every=1000, opponent_sampling="uniform")
-    with pytest.raises(ValueError, match="exploiter_steps: expected a positive integer"):
-        TrainConfig(exploiter_steps=0)
+    with pytest.raises(ValueError, match="exploiters.every: exploiters join the league under league.opponent_sampl"):
+        TrainConfig(exploiters={"every": 1000}, league={"opponent_sampling": "uniform"})
+    with pytest.raises(ValueError, match="exploiters.steps: expected a positive integer"):
+        TrainConfig(exploiters={"steps": 0})
 
 
 def test_a_short_run_trains_an_exploiter_and_meets_it(tmp_path):
     out = tmp_path / "run"
-    config = write_config(tmp_path, opponent_sampling="pfsp", heuristics=["random"], p_latest=0.2, p_past=0.4,
-                          p_heuristics=0.4, eval_every=0, total_steps=512, exploiter_every=192, exploiter_steps=64,
-                          max_exploiters=1)  # fmt: skip
+    config = write_config(
+        tmp_path,
+        league={
+            "opponent_sampling": "pfsp",
+            "heuristics": ["random"],
+            "p_latest": 0.2,
+            "p_past": 0.4,
+            "p_heuristics": 0.4,
+        },
+        evaluation={"every": 0},
+        total_steps=512,
+        exploiters={"every": 192, "steps": 64, "keep": 1},
+    )
     proc = train_cli("--config", str(config), "--out", str(out))
     log, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0, log
     assert log.count("exploiter trained (64 steps)") == 2, log  # at 192 and 384
     data = read_league_file(out / "league")
-    assert [e["file"] for e in data["exploiters"]] == ["exploiter_000000000384.pt"]  # max_exploiters: 1
+    assert [e["file"] for e in data["exploiters"]] == ["exploiter_000000000384.pt"]  # exploiters.keep: 1
     report = json.loads((out / "exploiters" / "000000000192" / "run" / "exploit.json").read_text())
     assert report["steps"] == 64 and report["final"]["games"] == 3
     assert read_checkpoint(out / "exploiters" / "000000000192" / "target.pt")["step"] == 192

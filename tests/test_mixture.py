@@ -57,11 +57,12 @@ def test_weights_near_the_float_limit_are_normalised():
 def test_a_training_config_and_the_web_front_end_take_mixtures_and_name_a_bad_component():
     from revolution_env.frontends.web.cli import check_agents
 
-    assert TrainConfig(players=3, heuristics=["mix:value,area@2"]).heuristics == ["mix:value,area@2"]
+    config = TrainConfig(game={"players": 3}, league={"heuristics": ["mix:value,area@2"]})
+    assert config.league.heuristics == ["mix:value,area@2"]
     with pytest.raises(ValueError, match="heuristics: .*in 'mix:value,nosuch', 'nosuch' is neither a known agent"):
-        TrainConfig(players=3, heuristics=["mix:value,nosuch"])
+        TrainConfig(game={"players": 3}, league={"heuristics": ["mix:value,nosuch"]})
     with pytest.raises(ValueError, match="heuristics.*positive"):
-        TrainConfig(players=3, heuristics=["mix:value@0"])
+        TrainConfig(game={"players": 3}, league={"heuristics": ["mix:value@0"]})
     check_agents(["mix:value,random", BOT])
     with pytest.raises(ValueError, match="--agents: in 'mix:value,nosuch', 'nosuch' is neither"):
         check_agents(["mix:value,nosuch"])
@@ -147,9 +148,9 @@ def test_mixtures_play_in_evaluations_and_as_vector_env_opponents():
 
 def test_exploiting_a_mixture_starts_from_its_first_checkpoint():
     config = exploit_config(f"mix:value,{BOT}", None, steps=100, seed=0, eval_games=4)
-    assert config.players == 2 and config.init_from == BOT and config.pretrain_teacher is None
-    assert config.heuristics == [f"mix:value,{BOT}"] and config.eval_opponents == [f"mix:value,{BOT}"]
+    assert config.game.players == 2 and config.init_from == BOT and config.imitation.teacher is None
+    assert config.league.heuristics == [f"mix:value,{BOT}"] and config.evaluation.opponents == [f"mix:value,{BOT}"]
     heuristics = exploit_config("mix:value,area", 4, steps=100, seed=0, eval_games=4)
-    assert heuristics.players == 4 and heuristics.pretrain_teacher == "mix:value,area"
+    assert heuristics.game.players == 4 and heuristics.imitation.teacher == "mix:value,area"
     with pytest.raises(ValueError, match="trained for 2 players, not 3"):
         exploit_config(f"mix:value,{BOT}", 3, steps=100, seed=0, eval_games=4)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from revolution_training.checkpoint import read_checkpoint
-from revolution_training.config import TrainConfig, load_config
+from revolution_training.config import TrainConfig, load_config, merge
 from revolution_training.distributions import GroupedMaskableMultiCategorical
 from revolution_training.mmd import MagnetPPO, kl_to_magnet
 from revolution_training.train import make_vec_env, new_model, read_state, train
@@ -87,17 +87,17 @@ def rollout(tmp_path, algorithm: str, **changes):
     config = load_config(write_config(tmp_path, algorithm=algorithm, **changes))
     venv = make_vec_env(config, tmp_path / "league")
     model = new_model(config, venv)
-    model._setup_learn(total_timesteps=config.n_envs * config.n_steps, callback=None)
+    model._setup_learn(total_timesteps=config.n_envs * config.ppo.n_steps, callback=None)
     from stable_baselines3.common.callbacks import CallbackList
 
     callback = CallbackList([])
     callback.init_callback(model)
-    model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=config.n_steps)
+    model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=config.ppo.n_steps)
     return config, venv, model
 
 
 def test_with_the_regularisers_off_an_mmd_update_is_maskable_ppos(tmp_path):
-    _, venv, ppo = rollout(tmp_path, "ppo", n_epochs=2)
+    _, venv, ppo = rollout(tmp_path, "ppo", ppo={"n_epochs": 2})
     mmd = MagnetPPO(type(ppo.policy), ppo.env, magnet="uniform", magnet_coef=0.0, kl_coef=0.0, n_steps=ppo.n_steps,
                     batch_size=ppo.batch_size, n_epochs=ppo.n_epochs, ent_coef=ppo.ent_coef,
                     policy_kwargs=ppo.policy_kwargs, seed=0)  # fmt: skip
@@ -119,8 +119,8 @@ def test_the_update_skips_the_actor_on_rows_with_nothing_to_decide_and_keeps_the
     """Pure self-play's rollouts hold rows of seats that wait (one legal value per head): the update runs the actor
     and the magnet over the other rows only, and its values, log-probabilities, entropies, magnet KL and the
     gradients of the loss's terms are those of ``evaluate_actions`` and ``kl_to_magnet`` over every row."""
-    _, venv, model = rollout(tmp_path, "mmd", selfplay=True, magnet="latest", magnet_every=64,
-                             action_mode=action_mode, n_steps=16)  # fmt: skip
+    _, venv, model = rollout(tmp_path, "mmd", selfplay={"enabled": True}, mmd={"magnet": "latest", "magnet_every": 64},
+                             policy={"action_mode": action_mode}, ppo={"n_steps": 16})  # fmt: skip
     with torch.no_grad():  # a magnet apart from the policy, so that its KL is not 0
         model.policy.magnet.action_net.weight.mul_(3.0)
     model.ent_coef = 0.01  # the entropy's gradient too
@@ -148,8 +148,8 @@ def test_the_update_skips_the_actor_on_rows_with_nothing_to_decide_and_keeps_the
 
 
 def test_the_magnet_term_pulls_the_policy_towards_the_magnet(tmp_path):
-    _, venv, model = rollout(tmp_path, "mmd", magnet="latest", magnet_every=64, magnet_coef=5.0, kl_coef=0.0,
-                             ent_coef=0.0, n_epochs=4, learning_rate=1e-2)  # fmt: skip
+    _, venv, model = rollout(tmp_path, "mmd", mmd={"magnet": "latest", "magnet_every": 64, "magnet_coef": 5.0,
+                             "kl_coef": 0.0}, ppo={"ent_coef": 0.0, "n_epochs": 4, "learning_rate": 1e-2})  # fmt: skip
     model.set_logger(__import__("stable_baselines3").common.logger.configure(None, []))
     with torch.no_grad():  # a magnet far from the policy: the action layer's logits scaled up and shuffled
         model.policy.magnet.action_net.weight.copy_(
@@ -171,7 +171,7 @@ def test_the_magnet_term_pulls_the_policy_towards_the_magnet(tmp_path):
 
 
 def test_the_latest_magnet_is_refreshed_every_magnet_every_steps(tmp_path):
-    _, venv, model = rollout(tmp_path, "mmd", magnet="latest", magnet_every=128)
+    _, venv, model = rollout(tmp_path, "mmd", mmd={"magnet": "latest", "magnet_every": 128})
     model.set_logger(__import__("stable_baselines3").common.logger.configure(None, []))
     model.set_magnet()
     rollout_steps = model.n_steps * model.n_envs  # 64
@@ -190,26 +190,28 @@ def test_the_latest_magnet_is_refreshed_every_magnet_every_steps(tmp_path):
 
 @pytest.mark.parametrize("magnet", ["uniform", "imitation", "latest", "checkpoint"])
 def test_an_mmd_run_trains_saves_and_resumes_with_its_magnet(tmp_path, magnet):
-    extra = {}
+    extra: dict = {}
     if magnet == "imitation":
-        extra = {"pretrain_teacher": "random", "pretrain_steps": 64, "pretrain_epochs": 1}
+        extra = {"imitation": {"teacher": "random", "steps": 64, "epochs": 1}}
     if magnet == "latest":
-        extra = {"magnet_every": 64}
+        extra = {"mmd": {"magnet_every": 64}}
     if magnet == "checkpoint":
         first = train(load_config(write_config(tmp_path, total_steps=64)), out=tmp_path / "first")
         magnet = str(first.out / "latest.pt")
-    config = load_config(write_config(tmp_path, algorithm="mmd", magnet=magnet, lr_schedule="linear",
-                                      total_steps=128, **extra))  # fmt: skip
+    changes = merge({"algorithm": "mmd", "mmd": {"magnet": magnet}, "ppo": {"lr_schedule": "linear"}}, extra)
+    config = load_config(write_config(tmp_path, total_steps=128, **changes))
     result = train(config, out=tmp_path / "run")
     assert result.step >= 128 and not result.interrupted
     state = read_state(tmp_path / "run")
-    assert state["config"]["algorithm"] == "mmd" and state["config"]["magnet"] == magnet
+    assert state["config"]["algorithm"] == "mmd" and state["config"]["mmd"]["magnet"] == magnet
     # a run that imitates keeps its start: the policy right after imitation, the magnet of magnet: imitation
     assert (tmp_path / "run" / "imitation.pt").exists() == (magnet == "imitation")
     if magnet == "imitation":
         start = read_checkpoint(tmp_path / "run" / "imitation.pt")["policy"]["state_dict"]
         _, params, _ = load_from_zip_file(tmp_path / "run" / state["model"], device="cpu", load_data=False)
-        assert torch.equal(params["policy"]["magnet.action_net.weight"], start[f"layers.{len(config.net_arch)}.weight"])
+        assert torch.equal(
+            params["policy"]["magnet.action_net.weight"], start[f"layers.{len(config.policy.net_arch)}.weight"]
+        )
     # resume to a longer run: the magnet comes back from the save (it is part of the policy's state)
     _, params, _ = load_from_zip_file(tmp_path / "run" / state["model"], device="cpu", load_data=False)
     saved = {k: v for k, v in params["policy"].items() if k.startswith("magnet.")}
@@ -219,15 +221,15 @@ def test_an_mmd_run_trains_saves_and_resumes_with_its_magnet(tmp_path, magnet):
 
 
 def test_bad_magnets_are_one_line(tmp_path):
-    with pytest.raises(ValueError, match="magnet: expected one of uniform, imitation, latest, or a policy checkpoint"):
-        TrainConfig(algorithm="mmd", magnet=str(tmp_path / "missing.pt"))
-    with pytest.raises(ValueError, match="magnet: imitation needs a pretrain_teacher"):
-        TrainConfig(algorithm="mmd", magnet="imitation")
+    with pytest.raises(ValueError, match="mmd.magnet: expected one of uniform, imitation, latest, or a policy check"):
+        TrainConfig(algorithm="mmd", mmd={"magnet": str(tmp_path / "missing.pt")})
+    with pytest.raises(ValueError, match="mmd.magnet: imitation needs an imitation.teacher"):
+        TrainConfig(algorithm="mmd", mmd={"magnet": "imitation"})
     with pytest.raises(ValueError, match="algorithm: expected one of ppo, mmd"):
         TrainConfig(algorithm="nfsp")
-    other = train(load_config(write_config(tmp_path, players=2, total_steps=64)), out=tmp_path / "two")
-    config = load_config(write_config(tmp_path, algorithm="mmd", magnet=str(other.out / "latest.pt")))
-    with pytest.raises(ValueError, match="magnet: .*latest.pt"):
+    other = train(load_config(write_config(tmp_path, game={"players": 2}, total_steps=64)), out=tmp_path / "two")
+    config = load_config(write_config(tmp_path, algorithm="mmd", mmd={"magnet": str(other.out / "latest.pt")}))
+    with pytest.raises(ValueError, match="mmd.magnet: .*latest.pt"):
         train(config, out=tmp_path / "three")
 
 
@@ -241,7 +243,7 @@ def test_a_ppo_run_is_a_maskable_ppo(tmp_path):
 def test_a_checkpoint_trained_to_mix_plays_sampling_unless_told_argmax(tmp_path):
     from revolution_env.agents.loading import display_name, load_agent, spec_problem
 
-    run = train(load_config(write_config(tmp_path, total_steps=64, eval_sample=True)), out=tmp_path / "mix")
+    run = train(load_config(write_config(tmp_path, total_steps=64, evaluation={"sample": True})), out=tmp_path / "mix")
     plain = train(load_config(write_config(tmp_path, total_steps=64)), out=tmp_path / "plain")
     mixing = str(run.out / "latest.pt")
     assert read_checkpoint(mixing)["policy"]["play"] == "sample"

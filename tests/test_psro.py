@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from revolution_training.config import TrainConfig
+from revolution_training.config import TrainConfig, merge
 from revolution_training.league import LeagueReader
 from revolution_training.meta import MetaSolverError, opponent_sets, regret, replicator, zero_sum_nash
 from revolution_training.psro import load_psro_config, run_psro
@@ -19,7 +19,7 @@ from revolution_training.psro import load_psro_config, run_psro
 from revolution_env.agents.loading import load_agent, spec_problem
 from revolution_env.agents.mixture import MetaAgent
 from revolution_env.arena.runner import GameRunner
-from tests.test_training import TINY
+from tests.test_training import TINY, flat_form
 
 
 def two_player_table(win: np.ndarray) -> list[dict[tuple[int, ...], float]]:
@@ -105,8 +105,18 @@ def test_a_meta_agent_plays_one_member_for_the_whole_game_drawn_with_the_weights
 def test_a_population_file_is_an_agent_spec(tmp_path):
     (tmp_path / "pop").mkdir()
     path = tmp_path / "pop" / "population.json"
-    path.write_text(json.dumps({"format": "revolution-population", "population": [
-        {"spec": "random", "weight": 0.5}, {"spec": "value", "weight": 0.5}, {"spec": "area", "weight": 0.0}]}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "format": "revolution-population",
+                "population": [
+                    {"spec": "random", "weight": 0.5},
+                    {"spec": "value", "weight": 0.5},
+                    {"spec": "area", "weight": 0.0},
+                ],
+            }
+        )
+    )
     assert spec_problem(str(path)) is None
     agent = load_agent(str(path), players=2)
     assert isinstance(agent, MetaAgent) and len(agent.agents) == 2  # a member of weight 0 is left out
@@ -123,23 +133,23 @@ def test_the_league_draws_its_heuristics_with_their_weights():
     rng = np.random.default_rng(0)
     names = Counter(reader.sample(rng, 0)[0] for _ in range(500))
     assert 0.74 < names["area"] / 500 < 0.86
-    with pytest.raises(ValueError, match="heuristics_weights: expected one weight per heuristic"):
-        TrainConfig(heuristics=["random", "area"], heuristics_weights=[1.0])
-    with pytest.raises(ValueError, match="heuristics_weights: they weigh the heuristics under opponent_sampling"):
-        TrainConfig(heuristics=["random"], heuristics_weights=[1.0], opponent_sampling="pfsp")
+    with pytest.raises(ValueError, match="league.heuristics_weights: expected one weight per heuristic"):
+        TrainConfig(league={"heuristics": ["random", "area"], "heuristics_weights": [1.0]})
+    with pytest.raises(ValueError, match="heuristics_weights: they weigh the heuristics under league.opponent_samp"):
+        TrainConfig(league={"heuristics": ["random"], "heuristics_weights": [1.0], "opponent_sampling": "pfsp"})
 
 
 def psro_config(tmp_path, **psro) -> str:
     path = tmp_path / "psro.yaml"
-    oracle = {
-        **TINY,
-        "players": 2,
-        "total_steps": 128,
-        "eval_every": 0,
-        "reward": "margin",
-        "pretrain_steps": 64,
-        "pretrain_epochs": 1,
-    }
+    oracle = merge(
+        TINY,
+        {
+            "game": {"players": 2, "reward": "margin"},
+            "total_steps": 128,
+            "evaluation": {"every": 0},
+            "imitation": {"steps": 64, "epochs": 1},
+        },
+    )
     path.write_text(yaml.safe_dump({**oracle, "psro": {"population": ["random", "area"], "iterations": 1,
                                                       "payoff_games": 4, "eval_workers": 1, **psro}}))  # fmt: skip
     return str(path)
@@ -154,14 +164,21 @@ def test_a_tiny_psro_run_grows_the_population_and_resumes(tmp_path):
     first = state["iterations"][0]
     assert first["members"] == ["random", "area"]
     br = json.loads((out / "br_1" / "state.json").read_text())["config"]
-    assert br["heuristics"] == [m for m, w in zip(first["members"], first["weights"]) if w > 0]
-    assert br["p_heuristics"] == 1.0 and br["heuristics_weights"] == [w for w in first["weights"] if w > 0]
+    assert br["league"]["heuristics"] == [m for m, w in zip(first["members"], first["weights"]) if w > 0]
+    assert br["league"]["p_heuristics"] == 1.0
+    assert br["league"]["heuristics_weights"] == [w for w in first["weights"] if w > 0]
     agent = load_agent(str(out / "population.json"), players=2)
     assert isinstance(agent, MetaAgent)
     with pytest.raises(ValueError, match="already holds a PSRO run; pass --resume"):
         run_psro(oracle, psro, out)
     played = len(state["played"])
     again = run_psro(oracle, psro, out, resume=True)  # nothing left to do: the same population, no game replayed
+    assert again["population"] == state["population"] and len(again["played"]) == played
+    saved = json.loads((out / "population.json").read_text())
+    assert saved["oracle"] == oracle.to_dict()
+    saved["oracle"] = flat_form(oracle)  # a PSRO folder from before the sections
+    (out / "population.json").write_text(json.dumps(saved))
+    again = run_psro(oracle, psro, out, resume=True)
     assert again["population"] == state["population"] and len(again["played"]) == played
 
 
@@ -180,7 +197,7 @@ def test_a_bad_psro_config_is_one_line(tmp_path, change, message):
     with pytest.raises(ValueError, match=message):
         load_psro_config(psro_config(tmp_path, **change))
     plain = tmp_path / "plain.yaml"
-    plain.write_text("players: 2\n")
+    plain.write_text("game: {players: 2}\n")
     with pytest.raises(ValueError, match="a PSRO config needs a psro: section"):
         load_psro_config(plain)
 
@@ -189,8 +206,8 @@ def test_a_best_response_to_a_per_game_mixture_meets_its_members_drawn_with_the_
     from revolution_training.exploit import default_folder, exploit_config
 
     config = exploit_config("meta:random@1,area@3", 2, 4096, 0, 4)
-    assert config.heuristics == ["random", "area"] and config.heuristics_weights == [0.25, 0.75]
-    assert config.pretrain_teacher == "area" and config.init_from is None  # imitates the heaviest member
+    assert config.league.heuristics == ["random", "area"] and config.league.heuristics_weights == [0.25, 0.75]
+    assert config.imitation.teacher == "area" and config.init_from is None  # imitates the heaviest member
     assert default_folder("meta:random@1,area@3").name == "meta-random@1_area@3"
     path = tmp_path / "pop" / "population.json"
     path.parent.mkdir()
@@ -202,7 +219,7 @@ def test_a_best_response_to_a_per_game_mixture_meets_its_members_drawn_with_the_
     )
     config = exploit_config(str(path), None, 4096, 0, 4)
     assert config.init_from.endswith("two_players.pt")  # the heaviest checkpoint member, a copy of its policy
-    assert config.players == 2 and config.heuristics_weights == [0.7, 0.3]
+    assert config.game.players == 2 and config.league.heuristics_weights == [0.7, 0.3]
     assert default_folder(str(path)).name == "pop-population"
 
 

@@ -116,6 +116,8 @@ def test_another_command_is_what_the_repository_offers(words):
         parse_script_arguments(script, words[2:])
     elif tool in ("python", "python3") and words[1] == "-m":
         assert words[2] in ("venv", "pytest"), words  # the quick start's own steps
+    elif tool == "sphinx-build":  # the documentation site: warnings as errors, with the repository's config
+        assert "-W" in words and (ROOT / words[words.index("-c") + 1] / "conf.py").is_file(), words
     else:  # activating the venv, TensorBoard on a run's logs: not ours to run
         assert tool in ("source", "tensorboard"), f"a command the test does not know how to check: {words}"
 
@@ -181,3 +183,56 @@ def test_every_subcommand_says_what_it_does():
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     bare = [name for name, parser in sub.choices.items() if not (parser.description or "").strip()]
     assert not bare, f"subcommands without a description: {bare}"
+
+
+# --- a guide, not a notebook -------------------------------------------------------------------------------------
+
+
+def readme_tables():
+    """``scripts/readme_tables.py`` as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_tables", ROOT / "scripts" / "readme_tables.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_tables_are_the_reports():
+    """Every table of the README is generated from the reports and equal to what they give today."""
+    tables = readme_tables()
+    assert tables.BLOCK.search(README), "the README has no generated table"
+    assert tables.stale(README) == [], "run: python scripts/readme_tables.py"
+
+
+def test_the_table_check_finds_a_changed_figure():
+    tables = readme_tables()
+    block = tables.BLOCK.search(README)
+    figure = re.search(r"\d+\.\d%", block.group(3)).group(0)
+    changed = README.replace(block.group(3), block.group(3).replace(figure, "1" + figure, 1))
+    assert tables.stale(changed) == ["results"]
+
+
+DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+COMMIT = re.compile(r"\bcommit [0-9a-f]{7,40}\b|`[0-9a-f]{7,40}`")
+ISSUE = re.compile(r"\bissue \d+\b", re.IGNORECASE)
+
+
+def outside_generated(text: str) -> str:
+    return readme_tables().BLOCK.sub("", text)
+
+
+def test_the_readme_is_a_guide():
+    """At most 200 lines; no dates, commit hashes or issue numbers; no table typed by hand."""
+    lines = README.splitlines()
+    assert len(lines) <= 200, f"the README has {len(lines)} lines: move the detail to docs/"
+    prose = outside_generated(README)
+    for pattern in (DATE, COMMIT, ISSUE):
+        assert not pattern.search(prose), f"the README holds history: {pattern.search(prose).group(0)!r}"
+    typed = [line for line in prose.splitlines() if line.startswith("|")]
+    assert not typed, f"a table typed by hand (generate it with scripts/readme_tables.py): {typed[0][:80]}"
+
+
+def test_the_guide_checks_can_fail():
+    assert DATE.search("(2026-11-27, ") and COMMIT.search("the run at commit 4eb955c") and ISSUE.search("(issue 32)")
+    assert not DATE.search("1,024 games") and not COMMIT.search("a decade of games")

@@ -3,27 +3,33 @@ and a clear line for a malformed stage."""
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 
 import pytest
 import yaml
 from revolution_training.checkpoint import history, read_checkpoint
-from revolution_training.config import load_config, stage_configs
+from revolution_training.config import TrainConfig, load_config, merge, stage_configs
 from revolution_training.train import read_state, train
 
-from tests.test_training import TINY, train_cli
+from tests.test_training import TINY, flat_form, train_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def recipe(folder: Path, stages: list[dict], **base) -> Path:
     path = folder / "recipe.yaml"
-    path.write_text(yaml.safe_dump({**TINY, **base, "stages": stages}), encoding="utf-8")
+    path.write_text(yaml.safe_dump({**merge(TINY, base), "stages": stages}), encoding="utf-8")
     return path
 
 
 STAGES = [
+    {"name": "league", "total_steps": 128},
+    {"name": "margin", "start": "latest", "game": {"reward": "margin"}, "total_steps": 128},
+    {"name": "more", "start": "run", "game": {"reward": "margin"}, "algorithm": "mmd", "total_steps": 192},
+]
+FLAT_STAGES = [  # the same stages as a recipe folder stored them before the sections
     {"name": "league", "total_steps": 128},
     {"name": "margin", "start": "latest", "reward": "margin", "total_steps": 128},
     {"name": "more", "start": "run", "reward": "margin", "algorithm": "mmd", "total_steps": 192},
@@ -41,13 +47,24 @@ def test_a_recipe_trains_each_stage_from_the_one_before_and_ships_the_last(tmp_p
     assert states[0]["config"]["init_from"] is None
     assert states[1]["config"]["init_from"] == str(folders[0] / "latest.pt")
     assert states[2]["config"]["init_from"] == str(folders[1])
-    assert states[1]["config"]["reward"] == "margin" and states[2]["config"]["algorithm"] == "mmd"
+    assert states[1]["config"]["game"]["reward"] == "margin" and states[2]["config"]["algorithm"] == "mmd"
     assert (out / "best.pt").read_bytes() == (folders[2] / "best.pt").read_bytes()
     assert (out / "latest.pt").read_bytes() == (folders[2] / "latest.pt").read_bytes()
     stages = history(read_checkpoint(out / "latest.pt"))  # every stage behind the bot, oldest first
     assert len(stages) == 3
     with pytest.raises(ValueError, match="already holds a recipe's run; pass --resume"):
         train(config, out=out)
+    # the same folder as a recipe run before the sections wrote it: its recipe.yaml and state.json files flat
+    base = flat_form(config.replace(stages=None))
+    (out / "recipe.yaml").write_text(yaml.safe_dump({**base, "stages": FLAT_STAGES}), encoding="utf-8")
+    for folder, state in zip(folders, states):
+        state["config"] = flat_form(TrainConfig(**state["config"]))
+        (folder / "state.json").write_text(json.dumps(state), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"action_mode is now policy.action_mode .and \d+ more keys of the flat form"):
+        load_config(out / "recipe.yaml")
+    assert load_config(out / "recipe.yaml", stored=True) == config  # as a recipe folder's own record: read
+    again = train(config, out=out, resume=True)  # every stage finished: nothing trained again
+    assert again.step == states[2]["step"] and read_state(folders[2])["step"] == states[2]["step"]
 
 
 def test_a_recipe_interrupted_in_a_stage_resumes_there(tmp_path):
@@ -86,13 +103,18 @@ def test_a_recipe_interrupted_in_a_stage_resumes_there(tmp_path):
         ),
         ([{"name": "a"}], r"stages\[0\] \(a\): total_steps: every stage says how long"),
         ([{"name": "a", "total_steps": 64, "lr": 1}], r"stages\[0\] \(a\): lr: unknown option"),
+        ([{"name": "a", "total_steps": 64, "ppo": {"lr": 1}}], r"stages\[0\] \(a\): ppo.lr: unknown option"),
+        ([{"name": "a", "total_steps": 64, "reward": "margin"}], r"stages\[0\] \(a\): reward is now game.reward"),
         ([{"name": "a", "total_steps": 64, "init_from": "x"}], r"stages\[0\] \(a\): init_from: not a stage's to set"),
         ([{"name": "a", "total_steps": 64, "start": "best"}], r"stages\[0\] \(a\): start: the first stage"),
         (
             [{"name": "a", "total_steps": 64}, {"name": "b", "total_steps": 64, "start": "worst"}],
             r"stages\[1\] \(b\): start: expected one of run, best, latest",
         ),
-        ([{"name": "a", "total_steps": 64, "players": 5}], r"stages\[0\] \(a\): players: expected one of 2, 3, 4"),
+        (
+            [{"name": "a", "total_steps": 64, "game": {"players": 5}}],
+            r"stages\[0\] \(a\): game.players: expected one of 2, 3, 4",
+        ),
         ([], "stages: expected a non-empty list of stages"),
     ],
 )
@@ -113,10 +135,11 @@ def test_total_steps_on_the_command_line_is_refused_for_a_recipe(tmp_path):
 def test_yaml_floats_in_a_stage_are_numbers(tmp_path):
     path = tmp_path / "r.yaml"
     path.write_text(
-        "players: 3\nstages:\n  - name: a\n    total_steps: 64\n    learning_rate: 3e-4\n", encoding="utf-8"
+        "game: {players: 3}\nstages:\n  - name: a\n    total_steps: 64\n    ppo: {learning_rate: 3e-4}\n",
+        encoding="utf-8",
     )
     ((_, _, stage),) = stage_configs(load_config(path))
-    assert stage.learning_rate == 3e-4
+    assert stage.ppo.learning_rate == 3e-4
 
 
 def test_a_self_play_stage_leaves_the_league_of_the_base_behind(tmp_path):
@@ -124,15 +147,18 @@ def test_a_self_play_stage_leaves_the_league_of_the_base_behind(tmp_path):
     are not the self-play stage's (they would be refused there), unless the stage sets them itself."""
     path = tmp_path / "r.yaml"
     path.write_text(
-        "players: 2\np_latest: 0.1\np_past: 0.1\np_heuristics: 0.8\nopponent_sampling: pfsp\nstages:\n"
-        "  - {name: league, total_steps: 64}\n  - {name: selfplay, start: best, total_steps: 64, selfplay: true}\n",
+        "game: {players: 2}\nleague: {p_latest: 0.1, p_past: 0.1, p_heuristics: 0.8, opponent_sampling: pfsp}\n"
+        "stages:\n  - {name: league, total_steps: 64}\n"
+        "  - {name: selfplay, start: best, total_steps: 64, selfplay: {enabled: true}}\n",
         encoding="utf-8",
     )
     (_, _, league), (_, _, selfplay) = stage_configs(load_config(path))
-    assert (league.p_heuristics, league.opponent_sampling) == (0.8, "pfsp")
-    assert selfplay.selfplay and (selfplay.p_heuristics, selfplay.opponent_sampling) == (0.3, "uniform")
+    assert (league.league.p_heuristics, league.league.opponent_sampling) == (0.8, "pfsp")
+    assert selfplay.selfplay.enabled
+    assert (selfplay.league.p_heuristics, selfplay.league.opponent_sampling) == (0.3, "uniform")
     path.write_text(
-        path.read_text().replace("selfplay: true}", "selfplay: true, opponent_sampling: pfsp}"), encoding="utf-8"
+        path.read_text().replace("{enabled: true}}", "{enabled: true}, league: {opponent_sampling: pfsp}}"),
+        encoding="utf-8",
     )
-    with pytest.raises(ValueError, match=r"stages\[1\] \(selfplay\): .*selfplay: every seat is the learner"):
+    with pytest.raises(ValueError, match=r"stages\[1\] \(selfplay\): .*selfplay.enabled: every seat is the learner"):
         stage_configs(load_config(path))

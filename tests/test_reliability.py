@@ -20,6 +20,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -33,7 +34,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from revolution_training.checkpoint import read_checkpoint
-from revolution_training.config import TrainConfig, load_config
+from revolution_training.config import FIELDS as CONFIG_FIELDS
+from revolution_training.config import SECTIONS, TrainConfig, load_config, merge
 from revolution_training.league import League
 from revolution_training.train import RUN_FORMAT, read_state, train
 from test_training import TINY, wait_for_save, write_config
@@ -96,7 +98,7 @@ def test_a_state_json_naming_a_file_elsewhere_is_refused_and_nothing_is_deleted(
              "evaluations": [], "config": TrainConfig(**TINY).to_dict()}  # fmt: skip
     (run / "state.json").write_text(json.dumps(state))
     with pytest.raises(ValueError, match=r"state.json: model: expected saves/model_<12 digits>.zip"):
-        train(TrainConfig(**{**TINY, "total_steps": 128}), out=run, resume=True)
+        train(TrainConfig(**merge(TINY, {"total_steps": 128})), out=run, resume=True)
     assert victim.read_text() == "precious"
 
 
@@ -115,12 +117,12 @@ def test_a_league_json_naming_a_file_elsewhere_is_refused_and_nothing_is_deleted
 def test_resuming_a_run_whose_saved_config_is_bad_is_one_error(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    config = {**TrainConfig(**TINY).to_dict(), "eval_opponents": ["nosuch"]}
+    config = merge(TrainConfig(**TINY).to_dict(), {"evaluation": {"opponents": ["nosuch"]}})
     state = {"format": RUN_FORMAT, "version": 1, "step": 64, "wall_time": 1.0, "model": "saves/model_000000000064.zip",
              "evaluations": [], "config": config}  # fmt: skip
     (run / "state.json").write_text(json.dumps(state))
     one_line_error(revolution("train", "--config", str(write_config(tmp_path)), "--out", str(run), "--resume"),
-                   "state.json: eval_opponents: expected an agent spec")  # fmt: skip
+                   "state.json: evaluation.opponents: expected an agent spec")  # fmt: skip
 
 
 @pytest.mark.parametrize("text", ["{not json", "[]", '{"format": "revolution-train-run"}', "\xff\xfe"])
@@ -136,7 +138,7 @@ def test_a_corrupt_state_json_is_one_error_naming_the_file(tmp_path, text):
 @pytest.mark.parametrize("backend", ["subprocess", "vector"])
 def test_sigterm_to_the_process_group_saves_exits_143_and_resumes(tmp_path, backend):
     out = tmp_path / "run"
-    config = write_config(tmp_path, n_envs=2, total_steps=100_000, eval_every=0, env_backend=backend)
+    config = write_config(tmp_path, n_envs=2, total_steps=100_000, evaluation={"every": 0}, env_backend=backend)
     proc = subprocess.Popen([sys.executable, "-m", "revolution_env", "train", "--no-progress", "--config",
                              str(config), "--out", str(out)], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
@@ -161,9 +163,20 @@ def test_sigterm_to_the_process_group_saves_exits_143_and_resumes(tmp_path, back
 
 def test_sigterm_while_an_exploiter_trains_drops_it_saves_the_run_and_exits_143(tmp_path):
     out = tmp_path / "run"
-    config = write_config(tmp_path, n_envs=2, total_steps=100_000, eval_every=0, opponent_sampling="pfsp",
-                          heuristics=["random"], p_latest=0.2, p_past=0.4, p_heuristics=0.4, exploiter_every=128,
-                          exploiter_steps=20_000)  # fmt: skip
+    config = write_config(
+        tmp_path,
+        n_envs=2,
+        total_steps=100_000,
+        evaluation={"every": 0},
+        league={
+            "opponent_sampling": "pfsp",
+            "heuristics": ["random"],
+            "p_latest": 0.2,
+            "p_past": 0.4,
+            "p_heuristics": 0.4,
+        },
+        exploiters={"every": 128, "steps": 20_000},
+    )
     proc = subprocess.Popen([sys.executable, "-m", "revolution_env", "train", "--no-progress", "--config",
                              str(config), "--out", str(out)], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
@@ -193,7 +206,7 @@ def test_sigterm_while_an_exploiter_trains_drops_it_saves_the_run_and_exits_143(
 
 def test_an_env_worker_killed_alone_ends_the_run_with_a_save_and_one_line(tmp_path):
     out = tmp_path / "run"
-    config = write_config(tmp_path, n_envs=2, total_steps=100_000, eval_every=0, env_backend="subprocess")
+    config = write_config(tmp_path, n_envs=2, total_steps=100_000, evaluation={"every": 0}, env_backend="subprocess")
     proc = subprocess.Popen([sys.executable, "-m", "revolution_env", "train", "--no-progress", "--config",
                              str(config), "--out", str(out)], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
@@ -213,9 +226,29 @@ def test_an_env_worker_killed_alone_ends_the_run_with_a_save_and_one_line(tmp_pa
 
 
 def test_sigterm_to_an_evaluation_with_workers_exits_143_and_leaves_no_worker(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "revolution_env", "eval", "--agents", "value", "value", "value",
-                             "--games", "3000", "--workers", "2", "--quiet"], cwd=ROOT, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "revolution_env",
+            "eval",
+            "--agents",
+            "value",
+            "value",
+            "value",
+            "--games",
+            "3000",
+            "--workers",
+            "2",
+            "--quiet",
+        ],
+        cwd=ROOT,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.time() + 60
         while len(workers := [pid for pid, (parent, _) in running().items() if parent == proc.pid]) < 3:
@@ -230,6 +263,146 @@ def test_sigterm_to_an_evaluation_with_workers_exits_143_and_leaves_no_worker(tm
     assert proc.returncode == 143 and "Traceback" not in err, err
     wait_group_gone(proc.pid)
     wait_gone(workers)  # the pool's workers, in groups of their own, were stopped by the parent
+
+
+EVAL = ["eval", "--players", "3", "--pool", "random", "value", "bargain", "area", "--games", "12", "--seed", "7",
+        "--workers", "1", "--quiet"]  # fmt: skip
+
+
+def lines_in(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def stop_evaluation(out: Path, signum: int, after: int, *extra: str) -> tuple[int, str]:
+    """Run ``EVAL`` into ``out`` and send ``signum`` to its process group once games.jsonl holds ``after`` games;
+    its exit status and standard error."""
+    proc = subprocess.Popen([sys.executable, "-m", "revolution_env", *EVAL, *extra, "--out", str(out)], cwd=ROOT,
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.time() + 180
+        while lines_in(out / "games.jsonl") < after:
+            assert proc.poll() is None, f"it ended before it could be stopped: {proc.communicate()}"
+            assert time.time() < deadline, "no game was played"
+            time.sleep(0.02)
+        os.killpg(proc.pid, signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    wait_group_gone(proc.pid)
+    return proc.returncode, err
+
+
+def test_an_evaluation_killed_then_stopped_resumes_to_the_results_of_one_never_stopped(tmp_path):
+    """SIGKILL after the first games, then SIGTERM (with other workers) after more, then the same command to the end:
+    results.json and games.jsonl are those of an evaluation never stopped."""
+    from revolution_env.frontends.evaluate import main
+
+    out, games = tmp_path / "eval", tmp_path / "eval" / "games.jsonl"
+    code, err = stop_evaluation(out, signal.SIGKILL, 1)
+    killed = lines_in(games)
+    assert code == -signal.SIGKILL and 0 < killed < 48, err  # 4 lineups of 12 games: not all played
+    assert not (out / "results.json").exists()
+    code, err = stop_evaluation(out, signal.SIGTERM, killed + 1, "--workers", "2")
+    stopped = lines_in(games)
+    assert code == 143 and "Traceback" not in err, err
+    assert f"interrupted after {stopped} of 48 games" in err, err
+    assert "to continue, the same command: revolution eval --players 3 --pool random value bargain area" in err, err
+    results = json.loads((out / "results.json").read_text())
+    assert results["complete"] is False and results["progress"] == {"games_played": stopped, "games_total": 48}
+    assert killed < stopped < 48
+    proc = revolution(*EVAL[:-1], "--out", str(out))  # not --quiet: it says it continues
+    assert proc.returncode == 0, proc.stderr
+    assert f"{stopped} of 48 games already played" in proc.stderr
+    assert main([*EVAL[1:], "--out", str(tmp_path / "whole")]) == 0
+    assert json.loads((out / "results.json").read_text()) == json.loads(
+        (tmp_path / "whole" / "results.json").read_text()
+    )
+    assert games.read_bytes() == (tmp_path / "whole" / "games.jsonl").read_bytes()
+
+
+def test_the_main_jobs_round_robin_stopped_continues_with_the_command_it_prints(tmp_path, monkeypatch, capsys):
+    """``revolution main``'s evaluation is ``revolution eval``'s: stopped, it keeps its games and prints the command
+    that continues it (the training step is replaced here by a copy of the shipped bot as its best checkpoint)."""
+    from test_evaluation import stop_after
+
+    from revolution_env.evaluation import runner
+    from revolution_env.frontends import cli
+    from revolution_env.frontends.evaluate import main as eval_main
+
+    real = cli.main
+
+    def without_training(argv):
+        if argv[0] != "train":
+            return real(argv)
+        out = Path(argv[argv.index("--out") + 1])
+        out.mkdir(parents=True)
+        (out / "best.pt").write_bytes((ROOT / "checkpoints" / "three_players.pt").read_bytes())
+        return 0
+
+    with monkeypatch.context() as patch:
+        patch.setattr(cli, "main", without_training)
+        patch.setattr(runner, "default_workers", lambda: 1)  # no pool to start: main gives no --workers
+        stop_after(patch, 1)
+        assert cli.cmd_main(cli.build_parser().parse_args(["main", "--out", str(tmp_path), "--games", "1"])) == 130
+    err = capsys.readouterr().err
+    words = shlex.split(err.split("to continue, the same command: ")[1].strip())
+    assert words[:2] == ["revolution", "eval"] and "--pool" in words, err
+    out = Path(words[words.index("--out") + 1])
+    played = len((out / "games.jsonl").read_text().splitlines())
+    assert 0 < played < 20  # six agents, every lineup of three, one game each
+    assert eval_main([*words[2:], "--workers", "1", "--quiet"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["complete"] is True and results["progress"] == {"games_played": 20, "games_total": 20}
+
+
+def test_another_evaluation_into_a_folder_is_one_line_naming_the_difference(tmp_path, capsys):
+    """The folder holds an evaluation (interrupted or done): a command that would play other games is refused with
+    the difference, and nothing in the folder changes; the same command, or --force, goes on."""
+    from revolution_env.frontends.evaluate import main
+
+    out = tmp_path / "eval"
+    lineup = ["--players", "2", "--agents", "random", "value", "--games", "2", "--seed", "1", "--workers", "1",
+              "--quiet", "--out", str(out)]  # fmt: skip
+    assert main(lineup) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+    for extra, words in [
+        (["--games", "3"], "--games 2, not 3"),
+        (["--seed", "2"], "--seed 1, not 2"),
+        (["--max-rounds", "50"], "--max-rounds 100, not 50"),
+        (["--bid-refunds"], "--bid-refunds (not given), not true"),
+        (["--agents", "random", "area"], "the agents random value, not random area"),
+        (["--agents", "value", "random"], "the agents random value, not value random"),  # other seats
+    ]:
+        assert main([*lineup, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"holds an evaluation with {words}: give the same command" in err, err
+    pool = ["--players", "2", "--pool", "random", "value", "--games", "2", "--seed", "1", "--quiet", "--out", str(out)]
+    assert main(pool) == 2
+    assert "holds an evaluation with a lineup (--agents), not a round robin (--pool)" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert main(lineup) == 0  # the same command: nothing to play, the same files
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert main([*pool, "--force"]) == 0
+    assert json.loads((out / "evaluation.json").read_text())["mode"] == "pool"
+
+
+def test_a_checkpoint_changed_since_is_another_evaluation_and_a_folder_in_use_is_refused(tmp_path):
+    from revolution_env.evaluation.journal import open_journal
+    from revolution_env.evaluation.runner import lineup_tournament
+
+    bot = tmp_path / "bot.pt"
+    bot.write_bytes((ROOT / "checkpoints" / "two_players.pt").read_bytes())
+    tournament = lineup_tournament([str(bot), "random"], 2, seed=0, env_options={"players": 2})
+    with open_journal(tmp_path / "eval", tournament, "revolution eval ..."), pytest.raises(ValueError, match="in use"):
+        open_journal(tmp_path / "eval", tournament, "revolution eval ...")
+    with open_journal(tmp_path / "eval", tournament, "revolution eval ...") as journal:  # unlocked, the same
+        assert journal.done == {}
+    bot.write_bytes(bot.read_bytes() + b" ")  # retrained at the same path, say
+    with pytest.raises(ValueError, match=re.escape(f"with another {bot} (the file has changed since)")):
+        open_journal(tmp_path / "eval", tournament, "revolution eval ...")
 
 
 # --- fuzzing: scenario files, configs, command lines ---------------------------------------------------------------
@@ -250,15 +423,29 @@ def test_a_fuzzed_scenario_file_is_one_scenario_error(tmp_path, blob):
         assert "\n" not in str(exc)
 
 
-FIELDS = sorted(TrainConfig().to_dict())
+FIELDS = [*CONFIG_FIELDS, *SECTIONS]  # a section's field as section.field, and each section as a whole
+
+
+def nested(fields: dict) -> dict:
+    """``{"game.players": 3}`` as a config file has it, ``{"game": {"players": 3}}`` (a section given whole stays)."""
+    out: dict = {}
+    for key, value in fields.items():
+        section, dot, name = key.partition(".")
+        if dot and isinstance(out.get(section, {}), dict):
+            out.setdefault(section, {})[name] = value
+        elif not dot:
+            out[key] = value
+    return out
+
+
 HOSTILE = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
                     st.text(max_size=6), st.lists(st.integers(-3, 3) | st.text(max_size=3), max_size=3),
                     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))  # fmt: skip
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.one_of(st.dictionaries(st.sampled_from([*FIELDS, "nosuch"]), HOSTILE, max_size=4).map(yaml.safe_dump),
-                 st.text(max_size=120)))  # fmt: skip
+@given(st.one_of(st.dictionaries(st.sampled_from([*FIELDS, "nosuch", "game.nosuch", "players"]), HOSTILE, max_size=4)
+                 .map(nested).map(yaml.safe_dump), st.text(max_size=120)))  # fmt: skip
 def test_a_fuzzed_config_loads_or_is_one_value_error(tmp_path, text):
     path = tmp_path / "fuzzed.yaml"
     path.write_text(text, encoding="utf-8")

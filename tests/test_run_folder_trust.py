@@ -12,9 +12,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from revolution_training.config import TrainConfig
 from revolution_training.train import read_state, train
-from test_training import TINY
+from test_training import tiny
 
 
 class Payload:
@@ -44,7 +43,7 @@ def poison(run: Path, target: Path) -> None:
 @pytest.fixture
 def hostile_run(tmp_path) -> tuple[Path, Path]:
     run = tmp_path / "run"
-    train(TrainConfig(**{**TINY, "n_envs": 1, "total_steps": 64, "eval_every": 0, "seed": 3}), out=run)
+    train(tiny(n_envs=1, total_steps=64, evaluation={"every": 0}, seed=3), out=run)
     target = tmp_path / "pwned.txt"
     poison(run, target)
     return run, target
@@ -62,15 +61,14 @@ def test_the_payload_would_run_if_the_zip_were_loaded_the_usual_way(hostile_run)
 
 def test_resume_reads_weights_only(hostile_run):
     run, target = hostile_run
-    result = train(TrainConfig(**{**TINY, "n_envs": 1, "total_steps": 128, "eval_every": 0, "seed": 3}), out=run,
-                   resume=True)  # fmt: skip
+    result = train(tiny(n_envs=1, total_steps=128, evaluation={"every": 0}, seed=3), out=run, resume=True)
     assert result.step == 128
     assert not target.exists()
 
 
 def test_init_from_a_run_folder_reads_weights_only(hostile_run, tmp_path):
     run, target = hostile_run
-    config = TrainConfig(**{**TINY, "n_envs": 1, "total_steps": 64, "eval_every": 0, "seed": 4, "init_from": str(run)})
+    config = tiny(n_envs=1, total_steps=64, evaluation={"every": 0}, seed=4, init_from=str(run))
     train(config, out=tmp_path / "second")
     assert not target.exists()
 
@@ -79,9 +77,7 @@ def test_a_broken_save_is_one_clear_error(hostile_run):
     run, _ = hostile_run
     (run / read_state(run)["model"]).write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="--resume: cannot read the save"):
-        train(TrainConfig(**{**TINY, "n_envs": 1, "total_steps": 128, "eval_every": 0, "seed": 3}), out=run,
-              resume=True)  # fmt: skip
+        train(tiny(n_envs=1, total_steps=128, evaluation={"every": 0}, seed=3), out=run, resume=True)
     shutil.rmtree(run / "saves")
     with pytest.raises(ValueError, match="is gone"):
-        train(TrainConfig(**{**TINY, "n_envs": 1, "total_steps": 128, "eval_every": 0, "seed": 3}), out=run,
-              resume=True)  # fmt: skip
+        train(tiny(n_envs=1, total_steps=128, evaluation={"every": 0}, seed=3), out=run, resume=True)

@@ -140,7 +140,7 @@ def test_search_plays_in_evaluations_as_a_vector_env_opponent_and_under_exploit(
         env.step(np.stack([space.sample(m.astype(np.int8)) for m in env.action_masks()]))
     for target in (f"search:{BOT}", f"mix:search:{BOT}@0.5,value@0.5", f"meta:value@0.4,search:{BOT}@0.6"):
         config = exploit_config(target, None, steps=100, seed=0, eval_games=4)  # starts from the policy searched
-        assert config.players == 2 and config.init_from == BOT and config.pretrain_teacher is None, target
+        assert config.game.players == 2 and config.init_from == BOT and config.imitation.teacher is None, target
     assert identity(f"search:{BOT}").startswith("search:sha256:")
 
 

@@ -402,5 +402,5 @@ def test_the_benchmark_trains_by_pure_self_play_and_counts_real_decisions_apart(
     spec = importlib.util.spec_from_file_location("benchmark", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    figures = bench.selfplay_training(192, n_envs=4, n_steps=16, batch_size=64)
+    figures = bench.selfplay_training(192, n_envs=4, ppo={"n_steps": 16, "batch_size": 64})
     assert figures["steps"] == 192 and 0 < figures["decisions_per_s"] < figures["rows_per_s"]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from revolution_training.checkpoint import history, read_checkpoint
 
@@ -16,9 +19,11 @@ from revolution_env.arena.runner import GameRunner
 from revolution_env.engine.game import Decision
 
 CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
-SHIPPED = {"three_players.pt": {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
-           "two_players.pt": {Decision.BID, Decision.GUY, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
-           "four_players.pt": {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND}}  # fmt: skip
+SHIPPED = {
+    "three_players.pt": {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
+    "two_players.pt": {Decision.BID, Decision.GUY, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
+    "four_players.pt": {Decision.BID, Decision.SPY, Decision.APOTHECARY_FIRST, Decision.APOTHECARY_SECOND},
+}
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
@@ -74,3 +79,54 @@ def test_a_shipped_bots_card_is_up_to_date_with_its_results(name: str, tmp_path:
     shipped, rebuilt = (CHECKPOINTS / name).with_suffix(".md"), (tmp_path / name).with_suffix(".md")
     assert rebuilt.read_text() == shipped.read_text(), f"{shipped} is stale: rerun make_card.py {shipped} --refresh"
     assert json.loads(rebuilt.with_suffix(".json").read_text()) == json.loads(shipped.with_suffix(".json").read_text())
+
+
+@functools.cache
+def fixed_states(players: int, games: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every decision of every seat in ``games`` seeded games of ``value`` and ``random`` seats: (observations,
+    masks, decisions)."""
+    options = {"players": players}
+    seats = [revolution_env.load_agent("value" if i % 2 == 0 else "random", **options) for i in range(players)]
+    rows: list[tuple] = []
+
+    def record(env, name, observation, info, action) -> None:
+        rows.append((observation["observation"], observation["action_mask"], int(info["decision"])))
+
+    runner = GameRunner(seats, options)
+    for seed in range(games):
+        runner.play(seed=seed, on_step=record)
+    return tuple(np.stack([r[i] for r in rows]) for i in range(3))  # type: ignore[return-value]
+
+
+def decisions_digest(path: Path) -> str:
+    """sha256 of a checkpoint's argmax actions and of its sampled actions (seeded) on :func:`fixed_states`."""
+    options = {k: v for k, v in read_checkpoint(path)["env_options"].items() if k != "reward"}
+    obs, masks, kinds = fixed_states(options["players"])
+    digest = hashlib.sha256()
+    for spec in (str(path) + ":argmax", str(path) + ":sample"):
+        agent = revolution_env.load_agent(spec, **options)
+        agent.reset(seed=1)
+        digest.update(agent.act_batch(obs, masks, kinds).astype(np.int64).tobytes())
+        agent.reset(seed=2)
+        one_by_one = [agent.act({"observation": o, "action_mask": m}, {"decision": Decision(int(k))})
+                      for o, m, k in zip(obs[:40], masks[:40], kinds[:40])]  # fmt: skip
+        digest.update(np.stack(one_by_one).astype(np.int64).tobytes())
+    return digest.hexdigest()
+
+
+# The shipped checkpoints' decisions on fixed states, argmax and sampled, as the code played them when the format
+# learned to carry a critic: a change in how a checkpoint is read or played shows here.
+DECISIONS = {
+    "four_players.pt": "986a875d489d8d3e10db09733a03b081206cd1a77d0c2051380f436fe7e0fb7b",
+    "heldout/previous_four_players.pt": "986a875d489d8d3e10db09733a03b081206cd1a77d0c2051380f436fe7e0fb7b",
+    "heldout/previous_three_players.pt": "a912db91e19baa0acf69abd1dee945187e66fdc192471183674b3909a8fa25d4",
+    "heldout/previous_two_players.pt": "3f96eff7e63fcb03ad6b5b3f54d500b26d5ebc0111f8e47465b1252804517e03",
+    "three_players.pt": "a912db91e19baa0acf69abd1dee945187e66fdc192471183674b3909a8fa25d4",
+    "two_players.pt": "ced29afcf1525978b9b3b8abbcf056e66aece2ea46c92d6cdc917249e3c05fa3",
+}
+
+
+@pytest.mark.parametrize("path", sorted([*CHECKPOINTS.glob("*.pt"), *CHECKPOINTS.glob("heldout/*.pt")]), ids=str)
+def test_shipped_checkpoints_decide_as_they_always_did(path: Path) -> None:
+    name = str(path.relative_to(CHECKPOINTS))
+    assert decisions_digest(path) == DECISIONS[name]

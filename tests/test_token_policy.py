@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from revolution_training.checkpoint import layout_hash, make_checkpoint, read_checkpoint, save_checkpoint
-from revolution_training.config import TrainConfig
+from revolution_training.config import TrainConfig, merge
 from revolution_training.policy import policy_from_sb3
 from revolution_training.vec_env import SB3VecEnv
 
@@ -28,16 +28,11 @@ from sb3_contrib import MaskablePPO  # noqa: E402
 TINY = {
     "total_steps": 512,
     "n_envs": 8,
-    "n_steps": 32,
-    "batch_size": 64,
-    "n_epochs": 1,
-    "net_arch": [16],
-    "snapshot_every": 256,
-    "max_snapshots": 2,
-    "eval_every": 256,
-    "eval_games": 2,
     "save_every": 256,
-    "action_mode": "tokens",
+    "policy": {"net_arch": [16], "action_mode": "tokens"},
+    "ppo": {"n_steps": 32, "batch_size": 64, "n_epochs": 1},
+    "league": {"snapshot_every": 256, "max_snapshots": 2},
+    "evaluation": {"every": 256, "games": 2},
 }
 
 
@@ -148,9 +143,17 @@ def test_training_in_the_token_mode_end_to_end(tmp_path):
 
     from revolution_env.evaluation import evaluate_lineup
 
-    config = TrainConfig(**{**TINY, "players": 2, "pretrain_teacher": "value", "pretrain_steps": 300,
-                            "p_latest": 0.5, "p_past": 0.0, "p_heuristics": 0.5, "heuristics": ["random"],
-                            "eval_sample": True, "eval_opponents": ["random"]})  # fmt: skip
+    config = TrainConfig(
+        **merge(
+            TINY,
+            {
+                "game": {"players": 2},
+                "imitation": {"teacher": "value", "steps": 300},
+                "league": {"p_latest": 0.5, "p_past": 0.0, "p_heuristics": 0.5, "heuristics": ["random"]},
+                "evaluation": {"sample": True, "opponents": ["random"]},
+            },
+        )
+    )
     out = tmp_path / "run"
     result = train(config, out=out)
     assert result is not None
@@ -163,15 +166,15 @@ def test_training_in_the_token_mode_end_to_end(tmp_path):
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"env_backend": "subprocess"}, "action_mode: tokens trains on the batched engine only"),
-        ({"action_mode": "moves"}, "action_mode: expected one of bid, tokens, got 'moves'"),
+        ({"env_backend": "subprocess"}, "policy.action_mode: tokens trains on the batched engine only"),
+        ({"policy": {"action_mode": "moves"}}, "policy.action_mode: expected one of bid, tokens, got 'moves'"),
     ],
 )
 def test_bad_token_mode_configs(changes, message):
     from revolution_training.config import check
 
     with pytest.raises(ValueError, match=message):
-        check(TrainConfig(**{**TINY, "players": 3, **changes}))
+        check(TrainConfig(**merge(merge(TINY, {"game": {"players": 3}}), changes)))
 
 
 def test_init_from_refuses_a_policy_of_the_other_mode(tmp_path):
@@ -182,11 +185,13 @@ def test_init_from_refuses_a_policy_of_the_other_mode(tmp_path):
     bid_model = MaskablePPO(MaskableMultiDiscretePolicy, venv, policy_kwargs={"net_arch": [16]}, n_steps=32)
     bid_policy = tmp_path / "bid.pt"
     save_checkpoint(make_checkpoint(policy_from_sb3(bid_model.policy, "tanh"), {"players": 3}), bid_policy)
-    config = TrainConfig(**{**TINY, "players": 3, "init_from": str(bid_policy)})
+    config = TrainConfig(**merge(TINY, {"game": {"players": 3}, "init_from": str(bid_policy)}))
     venv = make_vec_env(config, tmp_path / "league")
     try:
         model = new_model(config, venv)
-        with pytest.raises(ValueError, match="a policy of the 'bid' action mode; this config trains action_mode"):
+        with pytest.raises(
+            ValueError, match="a policy of the 'bid' action mode; this config trains policy.action_mode"
+        ):
             load_initial_weights(model, config)
     finally:
         venv.close()

@@ -70,8 +70,8 @@ def test_it_agrees_with_sb3_contribs_distribution():
 
 
 def test_trainings_maskable_distribution_agrees_with_sb3_contribs():
-    """revolution_training.distributions (MaskablePPO's distribution) against sb3-contrib's, the values PPO's loss reads and
-    their gradients: log-probabilities, entropies (masked values add nothing), and the mode."""
+    """revolution_training.distributions (MaskablePPO's distribution) against sb3-contrib's, the values PPO's loss
+    reads and their gradients: log-probabilities, entropies (masked values add nothing), and the mode."""
     pytest.importorskip("sb3_contrib")
     from revolution_training.distributions import GroupedMaskableMultiCategorical
     from sb3_contrib.common.maskable.distributions import MaskableMultiCategoricalDistribution

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,7 +32,7 @@ from revolution_training.checkpoint import (
     read_checkpoint,
     save_checkpoint,
 )
-from revolution_training.config import TrainConfig, load_config, stage_configs
+from revolution_training.config import TrainConfig, load_config, merge, stage_configs
 from revolution_training.league import League, LeagueReader, choose_opponent, read_league
 from revolution_training.policy import PolicyAgent, load_policy_agent, policy_from_sb3
 from revolution_training.selfplay import SelfPlayEnv, make_selfplay_env
@@ -45,24 +46,25 @@ from revolution_env.engine.scenario import run_scenario, state_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {
-    "players": 3,
     "total_steps": 256,
     "n_envs": 2,
-    "n_steps": 32,
-    "batch_size": 32,
-    "n_epochs": 1,
-    "net_arch": [16],
-    "snapshot_every": 64,
-    "max_snapshots": 2,
-    "eval_every": 128,
-    "eval_games": 3,
     "save_every": 64,
+    "game": {"players": 3},
+    "policy": {"net_arch": [16]},
+    "ppo": {"n_steps": 32, "batch_size": 32, "n_epochs": 1},
+    "league": {"snapshot_every": 64, "max_snapshots": 2},
+    "evaluation": {"every": 128, "games": 3},
 }
+
+
+def tiny(**changes) -> TrainConfig:
+    """A tiny run's config, ``changes`` in a config's form (a section's keys merged into TINY's)."""
+    return TrainConfig(**merge(TINY, changes))
 
 
 def write_config(folder: Path, **changes) -> Path:
     path = folder / "tiny.yaml"
-    path.write_text(yaml.safe_dump({**TINY, **changes}), encoding="utf-8")
+    path.write_text(yaml.safe_dump(merge(TINY, changes)), encoding="utf-8")
     return path
 
 
@@ -105,8 +107,10 @@ def test_every_config_is_a_recipe_that_runs_from_scratch(path):
     config = load_config(path)
     assert config.init_from is None
     for _, _, stage in stage_configs(config) if config.stages else [(None, None, config)]:
-        assert stage.p_latest + stage.p_past + stage.p_heuristics == pytest.approx(1.0)
-    assert f"revolution train --config configs/{path.name}" in path.read_text().split("\nplayers:")[0]
+        assert stage.league.p_latest + stage.league.p_past + stage.league.p_heuristics == pytest.approx(1.0)
+    header = path.read_text().split("\n")
+    header = header[: next(i for i, line in enumerate(header) if not line.startswith("#"))]
+    assert any(f"revolution train --config configs/{path.name}" in line for line in header)
 
 
 @pytest.mark.parametrize("bot", sorted(p.stem for p in (ROOT / "checkpoints").glob("*.pt")))
@@ -128,29 +132,33 @@ def test_experiment_configs_load(path):
         config, _ = load_psro_config(path)
     else:
         config = load_config(path)
-    assert config.p_latest + config.p_past + config.p_heuristics == pytest.approx(1.0)
+    assert config.league.p_latest + config.league.p_past + config.league.p_heuristics == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize(
     "text, message",
     [
         ("n_envs: two", "n_envs: expected a positive integer up to 1e+12, got 'two'"),
-        ("n_env: 2", "n_env: unknown option"),
-        ("players: 5", "players: expected one of 2, 3, 4, got 5"),
-        ("p_latest: 0.9", "p_latest, p_past, p_heuristics: expected to sum to 1"),
-        ("heuristics: []", "heuristics: expected a non-empty list of agent specs"),
-        ("players: 2\nbid_refunds: false", "bid_refunds: the two-player variant"),
+        ("n_env: 2", "n_env: unknown option (at the top: algorithm, total_steps, n_envs"),
+        ("game:\n  players: 5", "game.players: expected one of 2, 3, 4, got 5"),
+        ("game: 5", "game: expected a section, a mapping of its options (players, bid_refunds"),
+        ("league:\n  p_latest: 0.9", "league.p_latest, league.p_past, league.p_heuristics: expected to sum to 1"),
+        ("league:\n  heuristics: []", "league.heuristics: expected a non-empty list of agent specs"),
+        ("game:\n  players: 2\n  bid_refunds: false", "game.bid_refunds: the two-player variant"),
         ("init_from: 3", "init_from: expected a non-empty string, got 3"),
-        ("selfplay: 1", "selfplay: expected true or false, got 1"),
+        ("selfplay:\n  enabled: 1", "selfplay.enabled: expected true or false, got 1"),
         (
-            "selfplay: true\nopponent_sampling: pfsp\np_latest: 0.2\np_past: 0.5",
-            "selfplay: every seat is the learner, so the league's opponents are unused; drop p_latest, p_past, "
-            "opponent_sampling from the config, or set selfplay: false",
+            "selfplay: {enabled: true}\nleague: {opponent_sampling: pfsp, p_latest: 0.2, p_past: 0.5}",
+            "selfplay.enabled: every seat is the learner, so the league's opponents are unused; drop "
+            "league.opponent_sampling, league.p_latest, league.p_past from the config, or set selfplay.enabled: false",
         ),
-        ("selfplay: true\nenv_backend: subprocess", "selfplay: pure self-play runs on the batched engine only"),
-        ("pretrain_selfplay: yes please", "pretrain_selfplay: expected true or false"),
-        ("pretrain_selfplay: true\naction_mode: tokens", "pretrain_selfplay: records the bid mode on the batched"),
-        ("pretrain_selfplay: true\nenv_backend: subprocess", "pretrain_selfplay: records the bid mode on the batched"),
+        ("selfplay: {enabled: true}\nenv_backend: subprocess", "selfplay.enabled: pure self-play runs on the batched"),
+        ("imitation: {selfplay: yes please}", "imitation.selfplay: expected true or false"),
+        (
+            "imitation: {selfplay: true}\npolicy: {action_mode: tokens}",
+            "imitation.selfplay: records the bid mode on the batched",
+        ),
+        ("imitation: {selfplay: true}\nenv_backend: subprocess", "imitation.selfplay: records the bid mode on the"),
         ("- a list", "expected a mapping of options"),
         ("", "the config is empty"),
         ("# only a comment\n", "the config is empty"),
@@ -167,9 +175,129 @@ def test_a_bad_config_names_the_file_and_the_key(tmp_path, text, message):
 
 def test_yaml_numbers_without_a_dot_are_numbers(tmp_path):
     path = tmp_path / "x.yaml"
-    path.write_text("learning_rate: 1e-4\ntotal_steps: 1_000\n")
+    path.write_text("ppo:\n  learning_rate: 1e-4\nimitation:\n  learning_rate: 3e-3\ntotal_steps: 1_000\n")
     config = load_config(path)
-    assert config.learning_rate == 1e-4 and config.total_steps == 1000
+    assert config.ppo.learning_rate == 1e-4 and config.imitation.learning_rate == 3e-3
+    assert config.total_steps == 1000
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("magnet_coef: 0.1", "magnet_coef is now mmd.magnet_coef"),
+        ("players: 2", "players is now game.players"),
+        ("pretrain_teacher: value", "pretrain_teacher is now imitation.teacher"),
+        ("eval_games: 10", "eval_games is now evaluation.games"),
+        ("best_by: worst", "best_by is now evaluation.best_by"),
+        ("max_exploiters: 2", "max_exploiters is now exploiters.keep"),
+        ("selfplay: true", "selfplay is now selfplay.enabled"),
+        ("net_arch: [16]", "net_arch is now policy.net_arch"),
+        ("total_steps: 64\np_latest: 0.2", "p_latest is now league.p_latest"),
+        (
+            "players: 3\nseed: 1\nreward: margin\neval_every: 0",
+            "players is now game.players (and 2 more keys of the flat form: each in its section)",
+        ),
+        (
+            "stages:\n- name: a\n  total_steps: 64\n- name: b\n  total_steps: 64\n  learning_rate: 1.0e-4",
+            "stages[1] (b): learning_rate is now ppo.learning_rate",
+        ),
+    ],
+)
+def test_a_key_of_the_flat_form_is_refused_with_its_new_place(tmp_path, text, message):
+    path = tmp_path / "old.yaml"
+    path.write_text(text + "\n")
+    with pytest.raises(ValueError) as info:
+        load_config(path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_revolution_train_refuses_a_flat_config_in_one_line(tmp_path):
+    path = tmp_path / "old.yaml"
+    path.write_text("players: 3\ntotal_steps: 64\n")
+    proc = subprocess.run([sys.executable, "-m", "revolution_training", "train", "--config", str(path), "--out",
+                           str(tmp_path / "run")], capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr == f"error: {path}: players is now game.players\n"
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("league:\n  p_lates: 0.2", "league.p_lates: unknown option (the league section's: heuristics, "),
+        ("mmd:\n  pretrain_teacher: value", "mmd.pretrain_teacher: unknown option (the mmd section's: magnet, "),
+        ("evaluation:\n  eval_games: 3", "evaluation.eval_games: unknown option (the evaluation section's: every, "),
+        ("stages:\n- name: a\n  total_steps: 64\n  ppo: {lr: 1}", "stages[0] (a): ppo.lr: unknown option"),
+        ("head: 3", "head: unknown option (at the top: "),
+        ("n_steps_x: 3", "n_steps_x: unknown option (at the top: "),
+    ],
+)
+def test_an_unknown_key_in_a_section_is_refused_naming_the_section(tmp_path, text, message):
+    path = tmp_path / "x.yaml"
+    path.write_text(text + "\n")
+    with pytest.raises(ValueError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: {message}")
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("bot", sorted(p.stem for p in (ROOT / "checkpoints").glob("*.pt")))
+def test_the_flat_form_has_a_place_for_each_of_its_keys(bot):
+    """FLAT places every key of the flat form that a shipped checkpoint stored (the form before the sections, each
+    checkpoint with the keys of its day), one field each; a flat config becomes the sectioned one of its values."""
+    from revolution_training.config import FIELDS, FLAT, RUN_FIELDS, dotted, sectioned
+
+    stored = read_checkpoint(ROOT / "checkpoints" / f"{bot}.pt")["config"]
+    assert "players" in stored and "game" not in stored  # written before the sections
+    assert set(stored) - set(RUN_FIELDS) <= set(FLAT)
+    assert set(FLAT.values()) <= set(FIELDS) and len(set(FLAT.values())) == len(FLAT)
+    assert dotted(sectioned(stored)) == {FLAT.get(key, key): value for key, value in stored.items()}
+
+
+@pytest.mark.parametrize("bot", sorted(p.stem for p in (ROOT / "checkpoints").glob("*.pt")))
+def test_a_shipped_checkpoint_s_stored_flat_config_still_loads(bot):
+    """The shipped checkpoints and their cards store the config they were trained with in the flat form: it reads
+    as the config it was (a stored config, ``stored=True``), and the checkpoint still plays."""
+    from revolution_training.config import FLAT, dotted, from_dict
+
+    checkpoint = read_checkpoint(ROOT / "checkpoints" / f"{bot}.pt")
+    flat = checkpoint["config"]
+    config = from_dict(flat, f"{bot}.pt", stored=True)
+    fields = dotted(config.to_dict())
+    assert {key: fields[FLAT.get(key, key)] for key in flat} == flat  # every value in its place
+    assert config.game.players == checkpoint["env_options"]["players"]
+    card = json.loads((ROOT / "checkpoints" / f"{bot}.json").read_text())
+    assert from_dict(card["config"], f"{bot}.json", stored=True) == config
+    with pytest.raises(ValueError, match="is now"):  # the same mapping as a config file: refused
+        from_dict(flat, f"{bot}.pt")
+    agent = load_agent(str(ROOT / "checkpoints" / f"{bot}.pt"), **checkpoint["env_options"])
+    assert agent is not None
+
+
+def test_a_sectioned_config_round_trips_through_its_yaml_and_its_mapping(tmp_path):
+    from revolution_training.config import dump_config, from_dict
+
+    config = load_config(ROOT / "configs" / "two_players.yaml")  # a recipe: stages with sections of their own
+    path = tmp_path / "again.yaml"
+    path.write_text(dump_config(config))
+    assert load_config(path) == config
+    assert from_dict(config.to_dict()) == config
+    assert stage_configs(load_config(path)) == stage_configs(config)
+    changed = config.replace(seed=9, ppo={"learning_rate": 1e-5})
+    assert changed.ppo.learning_rate == 1e-5 and changed.ppo.n_steps == config.ppo.n_steps and changed.seed == 9
+    assert changed.replace(ppo=config.ppo, seed=config.seed) == config
+    with pytest.raises(ValueError, match="ppo.lr: unknown option"):
+        config.replace(ppo={"lr": 1})
+    with pytest.raises(ValueError, match="magnet_coef is now mmd.magnet_coef"):
+        config.replace(magnet_coef=0.1)
+
+
+def test_a_stage_changes_only_the_keys_of_a_section_it_names():
+    config = load_config(ROOT / "configs" / "two_players.yaml")
+    (_, _, first), (_, _, value), *_ = stage_configs(config)
+    assert value.league.heuristics == ["value"] and value.league.p_heuristics == 0.85  # the stage's own
+    assert value.league.snapshot_every == config.league.snapshot_every == 50_000  # the base's
+    assert value.imitation.teacher is None and first.imitation.teacher == "value"
+    assert value.imitation.steps == first.imitation.steps == config.imitation.steps
 
 
 # --- the learner's environment ----------------------------------------------------------------------------------
@@ -406,7 +534,7 @@ def test_a_short_run_through_the_cli_writes_checkpoints(tmp_path):
     assert [e["step"] for e in state["evaluations"]] == [128, 256]
     assert set(state["evaluations"][0]["win_rates"]) == {"random"}
     latest = read_checkpoint(out / "latest.pt")
-    assert latest["step"] == 256 and latest["config"]["net_arch"] == [16]
+    assert latest["step"] == 256 and latest["config"]["policy"]["net_arch"] == [16]
     best = read_checkpoint(out / "best.pt")
     assert best["step"] == state["best_step"]
     assert [s["step"] for s in read_league(out / "league")] == [64, 256]  # capped at 2: the first and the latest
@@ -444,7 +572,7 @@ def test_a_killed_run_resumes_from_its_last_save(tmp_path):
     """SIGKILL mid-run, resume, Ctrl-C (saves and exits), resume to the end: the step count and the league carry
     on."""
     out = tmp_path / "run"
-    config = write_config(tmp_path, n_envs=1, total_steps=100_000, eval_every=0, max_snapshots=4)
+    config = write_config(tmp_path, n_envs=1, total_steps=100_000, evaluation={"every": 0}, league={"max_snapshots": 4})
     first = train_cli("--config", str(config), "--out", str(out))
     try:
         wait_for_save(out, first, past=128)
@@ -481,20 +609,25 @@ def test_a_killed_run_resumes_from_its_last_save(tmp_path):
     assert not list(out.rglob(".*.tmp"))
 
 
-def test_the_config_has_a_docstring_per_field():
+def test_the_config_has_a_docstring_per_field_and_a_check():
+    """Every field of TrainConfig and of each of its sections has its docstring (the line below it) and a check."""
     import ast
     import inspect
 
-    import revolution_training.config
+    import revolution_training.config as config_module
 
-    tree = ast.parse(inspect.getsource(revolution_training.config))
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "TrainConfig")
-    documented = {
-        a.target.id
-        for a, doc in zip(cls.body, cls.body[1:])
-        if isinstance(a, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
-    }
-    assert documented == {f for f in TrainConfig.__dataclass_fields__}
+    tree = ast.parse(inspect.getsource(config_module))
+    classes = {"TrainConfig": TrainConfig, **{kind.__name__: kind for kind in config_module.SECTIONS.values()}}
+    for name, kind in classes.items():
+        cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+        documented = {
+            a.target.id
+            for a, doc in zip(cls.body, cls.body[1:])
+            if isinstance(a, ast.AnnAssign) and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
+        }
+        assert documented == set(kind.__dataclass_fields__), name
+    assert set(config_module.CHECKS) == set(config_module.FIELDS)
+    assert set(config_module.SECTIONS) == {f for f in TrainConfig.__dataclass_fields__} - set(config_module.RUN_FIELDS)
 
 
 def test_the_same_config_and_seed_train_the_same_weights(tmp_path):
@@ -502,8 +635,17 @@ def test_the_same_config_and_seed_train_the_same_weights(tmp_path):
     reproducible from its seed: the weights and the league's results of two runs are the same."""
     from revolution_training.train import LATEST, train
 
-    config = TrainConfig(**{**TINY, "eval_every": 0, "seed": 5, "opponent_sampling": "pfsp",
-                            "heuristics": ["random", "area"], "p_latest": 0.2, "p_past": 0.4, "p_heuristics": 0.4})  # fmt: skip
+    config = tiny(
+        evaluation={"every": 0},
+        seed=5,
+        league={
+            "opponent_sampling": "pfsp",
+            "heuristics": ["random", "area"],
+            "p_latest": 0.2,
+            "p_past": 0.4,
+            "p_heuristics": 0.4,
+        },
+    )
     runs = []
     for name in ("a", "b"):
         train(config, out=tmp_path / name)
@@ -536,7 +678,10 @@ def test_updates_take_torch_threads_and_rollouts_one(tmp_path, monkeypatch):
     spy(MaskablePPO, "train", "update")
     spy(SB3VecEnv, "step_async", "rollout")
     before = torch.get_num_threads()
-    train(TrainConfig(**{**TINY, "total_steps": 128, "eval_every": 0, "torch_threads": 3}), out=tmp_path / "run")
+    train(
+        tiny(total_steps=128, evaluation={"every": 0}, torch_threads=3),
+        out=tmp_path / "run",
+    )
     assert seen == {"update": {3}, "rollout": {1}}
     assert torch.get_num_threads() == before
     assert TrainConfig().update_threads() >= 1 and TrainConfig(torch_threads=2).update_threads() == 2
@@ -575,15 +720,15 @@ def test_best_pt_keeps_the_evaluation_best_by_mean_or_worst(tmp_path, monkeypatc
     }
     monkeypatch.setattr(train_module, "evaluate", lambda config, checkpoint, step, scratch: scripted[step])
     out = tmp_path / "run"
-    config = TrainConfig(**{**TINY, "n_envs": 1, "eval_every": 64, "best_by": best_by})
+    config = tiny(n_envs=1, evaluation={"every": 64, "best_by": best_by})
     result = train_module.train(config, out=out)
     state = json.loads((out / "state.json").read_text())
     assert result.best_by == best_by and result.best_win_rate == state["best_win_rate"]
     assert [e["step"] for e in state["evaluations"]] == [64, 128, 192, 256]
     assert state["best_step"] == expected and read_checkpoint(out / "best.pt")["step"] == expected
     assert state["best_win_rate"] == pytest.approx({"mean": 0.65, "worst": 0.4}[best_by])
-    with pytest.raises(ValueError, match="best_by: expected one of"):
-        TrainConfig(best_by="median")
+    with pytest.raises(ValueError, match="evaluation.best_by: expected one of"):
+        TrainConfig(evaluation={"best_by": "median"})
 
 
 @pytest.mark.parametrize(("players", "fill"), [(2, "random"), (3, "random"), (4, None)])
@@ -604,15 +749,15 @@ def test_the_mirror_table_seats_a_copy_of_the_learner_beside_it(tmp_path, monkey
         return Result(lineup)
 
     monkeypatch.setattr(evaluation, "evaluate_lineup", evaluate_lineup)
-    config = TrainConfig(**{**TINY, "players": players, "eval_opponents": ["value", "self"], "eval_fill": fill})
+    config = tiny(game={"players": players}, evaluation={"opponents": ["value", "self"], "fill": fill})
     rates = train_module._win_rates(config, tmp_path / "learner.pt", 0, config.env_options())
     me = str(tmp_path / "learner.pt")
     rest = players - 2
     assert played == [[me, "value"] + [fill or "value"] * rest, [me, me] + [fill or me] * rest]
     assert rates == {"value": 0.25, "self": 0.25}
-    assert TrainConfig(eval_opponents=["self"]).baselines() == ["self"]
-    with pytest.raises(ValueError, match="eval_opponents: expected an agent spec"):
-        TrainConfig(eval_opponents=["self", "nosuch"])
+    assert TrainConfig(evaluation={"opponents": ["self"]}).baselines() == ["self"]
+    with pytest.raises(ValueError, match="evaluation.opponents: expected an agent spec"):
+        TrainConfig(evaluation={"opponents": ["self", "nosuch"]})
 
 
 # --- starting from trained weights (init_from) -------------------------------------------------------------------
@@ -624,7 +769,7 @@ def finished_run(tmp_path_factory) -> Path:
     from revolution_training.train import train
 
     out = tmp_path_factory.mktemp("source") / "run"
-    train(TrainConfig(**{**TINY, "n_envs": 1, "total_steps": 64, "eval_every": 0, "seed": 3}), out=out)
+    train(tiny(n_envs=1, total_steps=64, evaluation={"every": 0}, seed=3), out=out)
     return out
 
 
@@ -644,7 +789,7 @@ def test_init_from_a_run_folder_takes_its_policy_and_value_network(finished_run,
     from revolution_training.train import load_initial_weights
     from sb3_contrib import MaskablePPO
 
-    config = TrainConfig(**{**TINY, "n_envs": 1, "seed": 9, "init_from": str(finished_run)})
+    config = tiny(n_envs=1, seed=9, init_from=str(finished_run))
     model, venv = fresh_model(config, tmp_path)
     try:
         saved = MaskablePPO.load(finished_run / json.loads((finished_run / "state.json").read_text())["model"])
@@ -664,7 +809,7 @@ def test_init_from_a_run_folder_takes_its_policy_and_value_network(finished_run,
 def test_init_from_a_policy_checkpoint_takes_the_policy_only(finished_run, tmp_path):
     from revolution_training.train import load_initial_weights
 
-    config = TrainConfig(**{**TINY, "n_envs": 1, "seed": 9, "init_from": str(finished_run / "latest.pt")})
+    config = tiny(n_envs=1, seed=9, init_from=str(finished_run / "latest.pt"))
     model, venv = fresh_model(config, tmp_path)
     try:
         obs = np.random.default_rng(0).random((4, model.observation_space.shape[0]), dtype=np.float32)
@@ -681,20 +826,20 @@ def test_init_from_a_policy_checkpoint_takes_the_policy_only(finished_run, tmp_p
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"players": 4}, "trained for another environment .*players: checkpoint 3, environment 4"),
-        ({"net_arch": [8]}, r"its network is \[16\] tanh, this config asks for net_arch \[8\] tanh"),
-        ({"activation": "relu"}, "asks for net_arch .* relu"),
+        ({"game": {"players": 4}}, "trained for another environment .*players: checkpoint 3, environment 4"),
+        ({"policy": {"net_arch": [8]}}, r"its network is \[16\] tanh, this config asks for policy.net_arch \[8\] tanh"),
+        ({"policy": {"activation": "relu"}}, "asks for policy.net_arch .* relu"),
         ({"init_from": "no/such/run"}, "init_from: no/such/run: no such run folder or checkpoint file"),
         ({"init_from": "{tmp}"}, "not a training run folder"),
         ({"init_from": "{run}/state.json"}, "is not a Revolution! policy checkpoint"),
-        ({"reward": "margin"}, "trained with reward 'win_loss', this config uses 'margin'"),
+        ({"game": {"reward": "margin"}}, "trained with reward 'win_loss', this config uses 'margin'"),
     ],
 )
 def test_init_from_refuses_what_does_not_fit(finished_run, tmp_path, changes, message):
     from revolution_training.train import load_initial_weights
 
     changes = {k: v.format(tmp=tmp_path, run=finished_run) if isinstance(v, str) else v for k, v in changes.items()}
-    config = TrainConfig(**{**TINY, "n_envs": 1, "init_from": str(finished_run), **changes})
+    config = tiny(**merge({"n_envs": 1, "init_from": str(finished_run)}, changes))
     model, venv = fresh_model(config, tmp_path)
     try:
         with pytest.raises(ValueError, match=message):
@@ -705,7 +850,7 @@ def test_init_from_refuses_what_does_not_fit(finished_run, tmp_path, changes, me
 
 def test_init_from_through_the_cli(finished_run, tmp_path):
     out = tmp_path / "stage2"
-    config = write_config(tmp_path, n_envs=1, total_steps=64, eval_every=0, init_from=str(finished_run))
+    config = write_config(tmp_path, n_envs=1, total_steps=64, evaluation={"every": 0}, init_from=str(finished_run))
     proc = train_cli("--config", str(config), "--out", str(out))
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, log
@@ -730,20 +875,55 @@ def test_init_from_through_the_cli(finished_run, tmp_path):
     assert proc.returncode == 2 and "no such run folder or checkpoint file" in log, log
 
 
-# --- imitation before PPO (pretrain_teacher) ---------------------------------------------------------------------
+def flat_form(config: TrainConfig) -> dict:
+    """``config`` as a run folder stored it before the sections: one flat mapping (``revolution_training.config.FLAT``
+    names each key's place now)."""
+    from revolution_training.config import FLAT, dotted
+
+    place = {path: key for key, path in FLAT.items()}
+    return {place.get(path, path): value for path, value in dotted(config.to_dict()).items()}
+
+
+def test_a_run_folder_from_before_the_sections_resumes_and_starts_another(finished_run, tmp_path):
+    """A run folder whose state.json holds the flat form (as every run before the sections) resumes with its own
+    config, and ``init_from`` reads its reward from it; the state it saves then is in sections."""
+    from revolution_training.train import train
+
+    old = tmp_path / "old"
+    shutil.copytree(finished_run, old)
+    state = json.loads((old / "state.json").read_text())
+    config = tiny(n_envs=1, total_steps=64, evaluation={"every": 0}, seed=3)
+    assert state["config"] == {**config.to_dict(), "out": str(finished_run)}  # the run's own, in sections
+    state["config"] = flat_form(TrainConfig(**state["config"]))
+    assert "players" in state["config"] and "game" not in state["config"]
+    (old / "state.json").write_text(json.dumps(state))
+
+    again = train(config.replace(total_steps=96, game={"reward": "margin"}), out=old, resume=True)  # its own reward
+    resumed = json.loads((old / "state.json").read_text())
+    assert again.step == resumed["step"] == 96 and resumed["config"]["game"]["reward"] == "win_loss"
+    # init_from reads the reward the flat record names (margin here, so that a default could not pass for it)
+    flat = flat_form(TrainConfig(**merge(resumed["config"], {"game": {"reward": "margin"}})))
+    (old / "state.json").write_text(json.dumps({**resumed, "config": flat}))
+    with pytest.raises(ValueError, match="trained with reward 'margin', this config uses 'win_loss'"):
+        train(tiny(n_envs=1, total_steps=64, init_from=str(old)), out=tmp_path / "next")
+    start = tiny(n_envs=1, total_steps=64, evaluation={"every": 0}, init_from=str(old), game={"reward": "margin"})
+    second = train(start, out=tmp_path / "ok")
+    assert second.step == 64 and read_checkpoint(tmp_path / "ok" / "latest.pt")["origin"]["step"] == 96
+
+
+# --- imitation before PPO (imitation.teacher) --------------------------------------------------------------------
 
 
 def imitation_config(teacher: str, **changes) -> TrainConfig:
-    return TrainConfig(
-        **{**TINY, "n_envs": 1, "heuristics": ["random"], "pretrain_teacher": teacher, "reward": "margin", **changes}
-    )
+    base = {"n_envs": 1, "league": {"heuristics": ["random"]}, "imitation": {"teacher": teacher}}
+    return tiny(**merge(merge(base, {"game": {"reward": "margin"}}), changes))
 
 
 @pytest.mark.parametrize("backend", ["vector", "subprocess"])
 def test_the_teachers_decisions_are_recorded_from_the_learners_seat(backend):
     from revolution_training.pretrain import collect
 
-    config = imitation_config("value", gamma=0.9, env_backend=backend)
+    config = imitation_config("value", ppo={"gamma": 0.9}, env_backend=backend)
     demos = collect(config, steps=150, seed=4)
     assert len(demos) >= 150 and demos.games >= 1
     assert demos.obs.shape == (len(demos), revolution_env.observation_layout(players=3).size)
@@ -758,7 +938,9 @@ def test_the_teachers_decisions_are_recorded_from_the_learners_seat(backend):
     # games are whole and in order; returns: the game's final reward, discounted by gamma step by step before it
     assert demos.game[0] == 0 and demos.game[-1] == demos.games - 1 and np.all(np.diff(demos.game) >= 0)
     same_game = demos.game[:-1] == demos.game[1:]
-    np.testing.assert_allclose(demos.returns[:-1][same_game], config.gamma * demos.returns[1:][same_game], rtol=1e-5)
+    np.testing.assert_allclose(
+        demos.returns[:-1][same_game], config.ppo.gamma * demos.returns[1:][same_game], rtol=1e-5
+    )
     assert np.abs(demos.returns).max() > 0
     again = collect(config, steps=150, seed=4)
     np.testing.assert_array_equal(again.actions, demos.actions)  # reproducible from the seed
@@ -792,7 +974,7 @@ def test_the_teachers_games_against_itself_are_recorded_in_every_seat(monkeypatc
     with the two copies of the teacher side by side or one after the other, and from the same seed."""
     from revolution_training.pretrain import collect
 
-    config = imitation_config("value", n_envs=4, gamma=0.9, pretrain_selfplay=True)
+    config = imitation_config("value", n_envs=4, ppo={"gamma": 0.9}, imitation={"selfplay": True})
     monkeypatch.setenv("REVOLUTION_THREADS", "2")
     demos = collect(config, steps=300, seed=2)
     assert len(demos) >= 300 and demos.games >= 4
@@ -805,7 +987,7 @@ def test_the_teachers_games_against_itself_are_recorded_in_every_seat(monkeypatc
     assert (bids > 0).all() and (bids % 3 == 0).all()  # every seat bids in every round: all three recorded
     for game in range(demos.games):  # within a game, each seat's returns: gamma-discounted chains, three of them
         returns = demos.returns[demos.game == game]
-        chained = np.isclose(returns[:-1], config.gamma * returns[1:], rtol=1e-5)
+        chained = np.isclose(returns[:-1], config.ppo.gamma * returns[1:], rtol=1e-5)
         assert (~chained).sum() <= 2
     assert np.abs(demos.returns).max() > 0
     monkeypatch.setenv("REVOLUTION_THREADS", "1")
@@ -827,8 +1009,12 @@ def test_imitation_learns_a_teacher_it_can_represent(tmp_path):
     for key in ("layers.1.weight", "layers.1.bias"):
         sharp["policy"]["state_dict"][key] *= 30  # decisive logits: a teacher with clear preferences
     save_checkpoint(sharp, teacher)
-    config = imitation_config(str(teacher), pretrain_epochs=20, pretrain_batch_size=64, pretrain_learning_rate=3e-3,
-                              batch_size=2048, learning_rate=1e-7, seed=5)  # fmt: skip
+    config = imitation_config(
+        str(teacher),
+        imitation={"epochs": 20, "batch_size": 64, "learning_rate": 3e-3},
+        ppo={"batch_size": 2048, "learning_rate": 1e-7},
+        seed=5,
+    )
     demos = collect(config, steps=1000, seed=0)
     model, venv = fresh_model(config, tmp_path)
     try:
@@ -851,10 +1037,10 @@ def test_the_imitation_fits_the_same_weights_on_one_thread_or_two(tmp_path, monk
     one row here: one of its halves is empty."""
     from revolution_training.pretrain import clone, collect, held_out
 
-    config = imitation_config("value", action_mode=mode, pretrain_epochs=2, seed=3)
+    config = imitation_config("value", policy={"action_mode": mode}, imitation={"epochs": 2}, seed=3)
     demos = collect(config, steps=300, seed=1)
-    config = config.replace(pretrain_batch_size=len(held_out(len(demos), config.seed)[0]) - 1)
-    assert len(held_out(len(demos), config.seed)[0]) % config.pretrain_batch_size == 1
+    config = config.replace(imitation={"batch_size": len(held_out(len(demos), config.seed)[0]) - 1})
+    assert len(held_out(len(demos), config.seed)[0]) % config.imitation.batch_size == 1
     weights = []
     for threads in ("2", "1"):
         monkeypatch.setenv("REVOLUTION_THREADS", threads)
@@ -895,7 +1081,9 @@ def test_the_fit_takes_each_minibatch_the_faster_way_and_times_the_other_now_and
 
 def test_a_run_with_a_teacher_imitates_it_first_through_the_cli(tmp_path):
     out = tmp_path / "run"
-    config = write_config(tmp_path, n_envs=2, total_steps=64, eval_every=0, pretrain_teacher="value", pretrain_steps=60)
+    config = write_config(
+        tmp_path, n_envs=2, total_steps=64, evaluation={"every": 0}, imitation={"teacher": "value", "steps": 60}
+    )
     proc = train_cli("--config", str(config), "--out", str(out))
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, log
@@ -903,16 +1091,21 @@ def test_a_run_with_a_teacher_imitates_it_first_through_the_cli(tmp_path):
     assert imitated, log
     state = json.loads((out / "state.json").read_text())
     assert state["step"] == 64 and state["wall_time"] >= int(imitated.group(1)) - 0.5  # imitation time counts
-    bad = write_config(tmp_path, n_envs=1, total_steps=64, pretrain_teacher="valu")
+    bad = write_config(tmp_path, n_envs=1, total_steps=64, imitation={"teacher": "valu"})
     proc = train_cli("--config", str(bad), "--out", str(tmp_path / "bad"))
     log, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 2 and "pretrain_teacher: expected an agent spec" in log and "got 'valu'" in log, log
+    assert proc.returncode == 2 and "imitation.teacher: expected an agent spec" in log and "got 'valu'" in log, log
 
 
 def test_a_run_from_an_imitation_evaluates_its_start_so_best_pt_never_scores_below_it(tmp_path):
     out = tmp_path / "run"
-    config = write_config(tmp_path, n_envs=2, total_steps=128, eval_every=64, eval_games=3, eval_opponents=["random"],
-                          pretrain_teacher="value", pretrain_steps=60)  # fmt: skip
+    config = write_config(
+        tmp_path,
+        n_envs=2,
+        total_steps=128,
+        evaluation={"every": 64, "games": 3, "opponents": ["random"]},
+        imitation={"teacher": "value", "steps": 60},
+    )
     proc = train_cli("--config", str(config), "--out", str(out))
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, log
@@ -925,8 +1118,13 @@ def test_a_run_from_an_imitation_evaluates_its_start_so_best_pt_never_scores_bel
     kept = read_checkpoint(out / "best.pt")["policy"]["state_dict"]  # do not replace it: best.pt is the start
     start = read_checkpoint(out / "imitation.pt")["policy"]["state_dict"]
     assert all(torch.equal(kept[k], start[k]) for k in start)
-    off = write_config(tmp_path, n_envs=2, total_steps=128, eval_every=64, eval_games=3, eval_opponents=["random"],
-                       pretrain_teacher="value", pretrain_steps=60, eval_start=False)  # fmt: skip
+    off = write_config(
+        tmp_path,
+        n_envs=2,
+        total_steps=128,
+        evaluation={"every": 64, "games": 3, "opponents": ["random"], "start": False},
+        imitation={"teacher": "value", "steps": 60},
+    )
     proc = train_cli("--config", str(off), "--out", str(tmp_path / "off"))
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, log
@@ -938,7 +1136,7 @@ def test_ctrl_c_while_imitating_says_there_is_nothing_to_resume(tmp_path):
     import threading
 
     out = tmp_path / "run"
-    config = write_config(tmp_path, n_envs=2, pretrain_teacher="value", pretrain_steps=1_000_000)
+    config = write_config(tmp_path, n_envs=2, imitation={"teacher": "value", "steps": 1_000_000})
     proc = train_cli("--config", str(config), "--out", str(out))
     lines: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)
@@ -982,7 +1180,7 @@ def test_an_interrupted_recording_closes_its_env_with_no_bid_under_way(monkeypat
 
     monkeypatch.setattr(revolution_env, "vector_env", spy_env)
     monkeypatch.setattr(pretrain, "act_batch", interrupted)
-    config = TrainConfig(**{**TINY, "pretrain_teacher": "value", "heuristics": ["value", "area"]})
+    config = tiny(imitation={"teacher": "value"}, league={"heuristics": ["value", "area"]})
     with pytest.raises(KeyboardInterrupt):
         pretrain.collect(config, 1_000, seed=0, progress=False)
     env = envs[0]
@@ -1010,7 +1208,7 @@ def test_an_interrupted_selfplay_recording_waits_for_the_teachers_other_half(mon
     monkeypatch.setenv("REVOLUTION_THREADS", "2")
     monkeypatch.setattr(pretrain, "act_batch", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        pretrain.collect(imitation_config("value", n_envs=4, pretrain_selfplay=True), 300, seed=0, progress=False)
+        pretrain.collect(imitation_config("value", n_envs=4, imitation={"selfplay": True}), 300, seed=0, progress=False)
     assert finished == [6]  # 4 games of 3 seats bid at once: the second copy's 6 rows
 
 
@@ -1021,7 +1219,7 @@ def test_a_finished_run_leaves_no_tensorboard_writer_running(tmp_path):
 
     from revolution_training.train import train
 
-    train(TrainConfig(**{**TINY, "eval_every": 0}), out=tmp_path / "run")
+    train(tiny(evaluation={"every": 0}), out=tmp_path / "run")
     assert not [t for t in threading.enumerate() if "tensorboard" in type(t).__module__], threading.enumerate()
 
 
@@ -1029,9 +1227,9 @@ def test_the_env_backend_is_the_batched_engine_for_every_variant():
     from revolution_training.config import TrainConfig
 
     assert TrainConfig().backend() == "vector"
-    assert TrainConfig(first_edition=True).backend() == "vector"
-    assert TrainConfig(first_edition=True, env_backend="vector").backend() == "vector"
-    assert TrainConfig(first_edition=True, env_backend="subprocess").backend() == "subprocess"
+    assert TrainConfig(game={"first_edition": True}).backend() == "vector"
+    assert TrainConfig(game={"first_edition": True}, env_backend="vector").backend() == "vector"
+    assert TrainConfig(game={"first_edition": True}, env_backend="subprocess").backend() == "subprocess"
     assert TrainConfig(env_backend="subprocess").backend() == "subprocess"
     with pytest.raises(ValueError, match="env_backend: expected one of auto, vector, subprocess"):
         TrainConfig(env_backend="gpu")
@@ -1042,7 +1240,9 @@ def test_the_first_edition_trains_on_the_vector_backend(tmp_path):
     finished games replay."""
     from revolution_training.train import make_vec_env
 
-    config = load_config(write_config(tmp_path, n_envs=4, first_edition=True, heuristics=["random", "value"]))
+    config = load_config(
+        write_config(tmp_path, n_envs=4, game={"first_edition": True}, league={"heuristics": ["random", "value"]})
+    )
     venv = make_vec_env(config, tmp_path / "league", keep_finished=1_000)
     vector = venv.venv.venv  # VecMonitor, SB3VecEnv, the vector env
     assert vector.layout.card_space >= 0
@@ -1062,11 +1262,11 @@ def test_the_first_edition_trains_on_the_vector_backend(tmp_path):
 
 @pytest.mark.parametrize("selfplay", [False, True])
 def test_a_run_keeps_no_finished_games_that_it_never_reads(tmp_path, selfplay):
-    """The batched env of a run keeps no finished games for ``pop_finished()`` (the env's default, 100,000, held
-    about 1.4 GB of records in a long 4-player run, read by nobody); asked for, it keeps them."""
+    """The batched env of a run keeps no finished games for ``pop_finished()`` (the env's default keeps 100,000
+    records, which a long run would hold in memory for nobody); asked for, it keeps them."""
     from revolution_training.train import make_vec_env
 
-    changes = {"selfplay": True} if selfplay else {"heuristics": ["random"]}
+    changes = {"selfplay": {"enabled": True}} if selfplay else {"league": {"heuristics": ["random"]}}
     config = load_config(write_config(tmp_path, n_envs=4, **changes))
     for keep, kept in ((None, False), (50, True)):
         venv = (
@@ -1087,7 +1287,7 @@ def test_a_run_keeps_no_finished_games_that_it_never_reads(tmp_path, selfplay):
 def test_the_vector_backend_reports_who_the_learner_played(tmp_path):
     from revolution_training.train import make_vec_env
 
-    config = load_config(write_config(tmp_path, n_envs=8, heuristics=["random", "area"]))
+    config = load_config(write_config(tmp_path, n_envs=8, league={"heuristics": ["random", "area"]}))
     venv = make_vec_env(config, tmp_path / "league")
     venv.seed(0)
     venv.reset()
@@ -1136,7 +1336,7 @@ def test_the_imitation_s_recording_shows_its_progress_in_lines_off_a_terminal(ca
 def test_pure_selfplay_puts_every_seat_in_the_learners_hands(tmp_path):
     from revolution_training.train import make_vec_env
 
-    config = load_config(write_config(tmp_path, n_envs=4, selfplay=True, action_mode="tokens"))
+    config = load_config(write_config(tmp_path, n_envs=4, selfplay={"enabled": True}, policy={"action_mode": "tokens"}))
     venv = make_vec_env(config, tmp_path / "league")
     assert venv.num_envs == 12  # 4 games x 3 seats
     venv.seed(0)
@@ -1155,13 +1355,21 @@ def test_a_short_pure_selfplay_run_evaluates_saves_and_resumes(tmp_path):
     """``selfplay: true`` through the CLI: evaluations, best.pt, latest.pt and a resume, as a league run; every
     step of PPO's is a row (a seat of a game), 4 games x 3 seats x 16 steps a rollout."""
     out = tmp_path / "run"
-    config = write_config(tmp_path, selfplay=True, total_steps=1536, n_envs=4, n_steps=16, batch_size=64,
-                          snapshot_every=768, eval_every=768, save_every=384)  # fmt: skip
+    config = write_config(
+        tmp_path,
+        selfplay={"enabled": True},
+        total_steps=1536,
+        n_envs=4,
+        ppo={"n_steps": 16, "batch_size": 64},
+        league={"snapshot_every": 768},
+        evaluation={"every": 768},
+        save_every=384,
+    )
     proc = train_cli("--config", str(config), "--out", str(out))
     log, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0, log
     state = json.loads((out / "state.json").read_text())
-    assert state["config"]["selfplay"] is True
+    assert state["config"]["selfplay"] == {"enabled": True}
     assert state["step"] == 1536 and [e["step"] for e in state["evaluations"]] == [768, 1536]
     assert read_checkpoint(out / "best.pt")["step"] == state["best_step"]
     latest = read_checkpoint(out / "latest.pt")
@@ -1179,15 +1387,23 @@ def test_a_short_pure_selfplay_run_evaluates_saves_and_resumes(tmp_path):
 
 @pytest.mark.parametrize(
     "backend",
-    [{"env_backend": "vector", "n_envs": 4}, {"env_backend": "subprocess", "n_envs": 1}, {"selfplay": True}],
+    [
+        {"env_backend": "vector", "n_envs": 4},
+        {"env_backend": "subprocess", "n_envs": 1},
+        {"selfplay": {"enabled": True}},
+    ],
     ids=["vector", "scalar", "selfplay"],
 )
 def test_truncated_reward_ends_every_game_cut_at_max_rounds_with_it(tmp_path, backend):
-    """``truncated_reward``: a game cut at ``max_rounds`` (D8) ends with that reward for the learner, whatever the
+    """``game.truncated_reward``: a game cut at ``max_rounds`` (D8) ends with that reward for the learner, whatever the
     standing (the games a leader would have won by stalling included), on every backend; other games keep theirs."""
     from revolution_training.train import close_vec_env, make_vec_env
 
-    config = load_config(write_config(tmp_path, max_rounds=2, truncated_reward=-3.0, heuristics=["random"], **backend))
+    config = load_config(
+        write_config(
+            tmp_path, game={"max_rounds": 2, "truncated_reward": -3.0}, league={"heuristics": ["random"]}, **backend
+        )
+    )
     venv = make_vec_env(config, tmp_path / "league")
     venv.seed(0)
     venv.reset()
@@ -1206,7 +1422,7 @@ def test_truncated_reward_ends_every_game_cut_at_max_rounds_with_it(tmp_path, ba
 
 
 def test_truncated_reward_is_a_number_or_null(tmp_path):
-    path = write_config(tmp_path, truncated_reward="loss")
-    with pytest.raises(ValueError, match="truncated_reward: expected a number, or null"):
+    path = write_config(tmp_path, game={"truncated_reward": "loss"})
+    with pytest.raises(ValueError, match="game.truncated_reward: expected a number, or null"):
         load_config(path)
-    assert load_config(write_config(tmp_path, truncated_reward=None)).truncated_reward is None
+    assert load_config(write_config(tmp_path, game={"truncated_reward": None})).game.truncated_reward is None

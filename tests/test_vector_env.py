@@ -929,8 +929,8 @@ def test_the_benchmark_trains_the_default_config_and_its_random_league(monkeypat
 
     def recorded(config, **kwargs):
         leagues.append(
-            (config.heuristics, config.p_heuristics, config.eval_every, config.pretrain_teacher, config.torch_threads,
-             os.environ.get("REVOLUTION_THREADS"))
+            (config.league.heuristics, config.league.p_heuristics, config.evaluation.every, config.imitation.teacher,
+             config.torch_threads, os.environ.get("REVOLUTION_THREADS"))
         )  # fmt: skip
         return original(config, **kwargs)
 
@@ -942,8 +942,8 @@ def test_the_benchmark_trains_the_default_config_and_its_random_league(monkeypat
         assert figures["seconds"] > 0 and figures["other_seconds"] >= 0
     default = load_config(path.parent.parent / "configs" / "default.yaml")
     assert leagues == [
-        (default.heuristics, default.p_heuristics, 0, None, None, None),
+        (default.league.heuristics, default.league.p_heuristics, 0, None, None, None),
         (["random"], 1.0, 0, None, None, None),
-        (default.heuristics, default.p_heuristics, 0, None, 1, "1"),  # one thread for PPO and the opponents
+        (default.league.heuristics, default.league.p_heuristics, 0, None, 1, "1"),  # one thread for PPO and opponents
     ]
     assert "REVOLUTION_THREADS" not in os.environ  # set back after the run on one thread

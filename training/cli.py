@@ -58,8 +58,8 @@ def missing_train_extra(command: str, exc: ModuleNotFoundError) -> int:
 
 def start_compiling(config: TrainConfig) -> None:
     """Start the background build of the heuristic bots (``revolution_training.train.compile_ahead``) where the run
-    plays them and Numba's cache lacks them, before torch loads and the run builds its games and model: on a
-    fresh install those take 5 to 10 s, which the build then overlaps."""
+    plays them and Numba's cache lacks them, before torch loads and the run builds its games and model, so that the
+    build overlaps them on a fresh install."""
     from revolution_env.agents.compiled import ready
 
     bot = config.compiled_bot()

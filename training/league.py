@@ -21,10 +21,11 @@ table, and ``f`` favours what the learner loses to: ``hard`` ``(1 - p)^2``, ``li
 first. Until the first snapshot exists, every seat gets a heuristic. Snapshot opponents sample their actions from
 their masked policy (not argmax), so they are as varied as the learner that made them.
 
-**Exploiters** (``exploiter_every``, PFSP only): every so often the training pauses and trains a fresh best response
-to the learner as it is (``revolution_training.exploit``), which joins the league as ``exploiter_<step>.pt`` (the newest
-``max_exploiters`` are kept). PFSP weighs an exploiter like any member, so the learner meets most often the
-exploiters that still beat it: AlphaStar's main exploiters, which look for the main agent's weaknesses.
+**Exploiters** (the config's ``exploiters`` section, PFSP only): every so often the training pauses and trains a
+fresh best response to the learner as it is (``revolution_training.exploit``), which joins the league as
+``exploiter_<step>.pt`` (the newest ``exploiters.keep`` are kept). PFSP weighs an exploiter like any member, so the
+learner meets most often the exploiters that still beat it: AlphaStar's main exploiters, which look for the main
+agent's weaknesses.
 
 **Results.** The training process records the learner's result against every opponent at the table
 (:meth:`League.record`) and writes them into ``league.json`` with the snapshots; the readers weigh by them. At

@@ -19,7 +19,7 @@ compared. The magnet (``TrainConfig.magnet``):
 - ``uniform``: the uniform policy over the legal actions of each head, ``KL(pi || uniform) = log(legal) - H(pi)``:
   an entropy bonus taken per head, which MMD's theory asks for (a quantal response equilibrium of temperature
   ``magnet_coef``, near a Nash equilibrium when it is small);
-- ``imitation``: a frozen copy of the policy right after imitating ``pretrain_teacher``: play stays near the
+- ``imitation``: a frozen copy of the policy right after imitating ``imitation.teacher``: play stays near the
   teacher's where the game gives no reason to leave it;
 - ``latest``: a frozen copy of the policy, replaced by the current one every ``magnet_every`` learner steps (the
   moving magnet of OpenSpiel's ``nash_pg.py``): the fixed point of the sequence is an equilibrium, not a
@@ -27,7 +27,8 @@ compared. The magnet (``TrainConfig.magnet``):
 - a policy checkpoint ``PATH.pt`` of the same network shape and action mode.
 
 For a bid (MultiDiscrete: a choice, then one head per token) ``KL(pi || rho)`` is the sum over the heads, each over
-the values its mask allows; in the token mode it is over the one head of each token's step. A head with one legal
+the values its mask allows; in the token mode it is over the one head of each token's step; with the autoregressive
+bid head, the sum over its steps along the rollout's bid (:func:`kl_to_magnet`). A head with one legal
 value (a decision with nothing to choose) adds nothing. The magnet's weights live in the policy's state (the
 submodule ``magnet``), so saves, ``--resume`` and ``init_from`` a run folder carry them.
 """
@@ -40,8 +41,12 @@ from typing import Any
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from revolution_training.distributions import GroupedMaskableMultiCategorical
-from revolution_training.policy import actor_layers, evaluate_rows
+from revolution_training.distributions import (
+    AutoregressiveBidDistribution,
+    AutoregressiveBidHead,
+    GroupedMaskableMultiCategorical,
+)
+from revolution_training.policy import evaluate_rows, load_actor
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
 from stable_baselines3.common.utils import explained_variance
@@ -66,34 +71,43 @@ class MagnetActor(nn.Module):
     def copy_from(self, sb3_policy: Any) -> None:
         """Become the policy's actor as it is now (a refresh of the ``latest`` magnet)."""
         with th.no_grad():
-            for mine, theirs in zip(self.layers(), actor_layers(sb3_policy)):
-                mine.weight.copy_(theirs.weight)
-                mine.bias.copy_(theirs.bias)
+            self.policy_net.load_state_dict(sb3_policy.mlp_extractor.policy_net.state_dict())
+            self.action_net.load_state_dict(sb3_policy.action_net.state_dict())
 
     def load_checkpoint(self, checkpoint: dict[str, Any], where: str) -> None:
         """The actor of a policy checkpoint (``revolution_env.agents.checkpoint``'s format)."""
-        state = checkpoint["policy"]["state_dict"]
-        layers = self.layers()
-        names = sorted({k.rsplit(".", 1)[0] for k in state}, key=lambda k: int(k.split(".")[1]))
-        if len(names) != len(layers) or any(
-            state[f"{name}.weight"].shape != layer.weight.shape for name, layer in zip(names, layers)
-        ):
-            shape = [tuple(state[f"{n}.weight"].shape) for n in names]
-            raise ValueError(f"magnet: {where}: its network {shape} does not fit this run's")
-        with th.no_grad():
-            for name, layer in zip(names, layers):
-                layer.weight.copy_(state[f"{name}.weight"])
-                layer.bias.copy_(state[f"{name}.bias"])
+        load_actor(checkpoint["policy"], self.policy_net, self.action_net, f"magnet: {where}")
 
-    def layers(self) -> list[nn.Linear]:
-        return [*(m for m in self.policy_net if isinstance(m, nn.Linear)), self.action_net]
+    def head(self) -> AutoregressiveBidHead | None:
+        """The magnet's autoregressive bid head (None: the factorised head)."""
+        return self.action_net if isinstance(self.action_net, AutoregressiveBidHead) else None
 
 
-def kl_to_magnet(distribution: Any, magnet_logits: th.Tensor | None) -> th.Tensor:
+def kl_to_magnet(
+    distribution: Any, magnet_logits: th.Tensor | None, magnet_head: AutoregressiveBidHead | None = None
+) -> th.Tensor:
     """``KL(pi || rho)`` per sample, summed over the heads of the action, each over its legal values; ``rho`` is
     the uniform policy over the legal values when ``magnet_logits`` is None. ``distribution`` is the policy's
     masked distribution after ``evaluate_actions`` (the bid mode's :class:`GroupedMaskableMultiCategorical` or
-    sb3-contrib's ``MaskableCategoricalDistribution`` of the token mode)."""
+    sb3-contrib's ``MaskableCategoricalDistribution`` of the token mode).
+
+    For the autoregressive bid head (:class:`AutoregressiveBidDistribution`; ``magnet_head``: the magnet's head,
+    whose output ``magnet_logits`` is) the sum over the steps of each step's exact KL, both heads following the
+    actions last evaluated (PPO's: the rollout's), each step over the values its mask allows given the steps
+    before: the estimator of the distribution's entropy, and with the same reason (its expectation over bids drawn
+    from ``pi`` is the KL of whole bids). The uniform magnet is uniform at each step."""
+    if isinstance(distribution, AutoregressiveBidDistribution):
+        steps = distribution.followed()
+        choice_m, token_m = steps.choice_legal.float(), steps.token_legal.float()
+        if magnet_logits is None:
+            choice_q = -th.log(choice_m.sum(-1, keepdim=True).clamp(min=1.0)).expand_as(choice_m)
+            token_q = -th.log(token_m.sum(-1, keepdim=True).clamp(min=1.0)).expand_as(token_m)
+        else:  # the same rows and tokens as the policy's (both follow the same actions under the same masks)
+            theirs = magnet_head.follow(magnet_logits, distribution._legal(), steps.actions)
+            choice_q, token_q = theirs.choice_log_p, theirs.token_log_p
+        kl = (legal_probabilities(steps.choice_log_p, choice_m) * (steps.choice_log_p - choice_q)).sum(-1)
+        tokens = (legal_probabilities(steps.token_log_p, token_m) * (steps.token_log_p - token_q)).sum((-2, -1))
+        return kl.index_add(0, steps.token_rows, tokens)
     if isinstance(distribution, GroupedMaskableMultiCategorical):
         runs, legal = distribution.runs, distribution.legal
         log_p = distribution.log_p
@@ -171,6 +185,9 @@ class MagnetPPO(MaskablePPO):
             features = self.policy.extract_features(observations, self.policy.pi_features_extractor)
             return self.policy.magnet(features)
 
+    def _magnet_head(self) -> AutoregressiveBidHead | None:
+        return None if self.magnet == "uniform" else self.policy.magnet.head()
+
     def _evaluate(
         self, observations: th.Tensor, actions: th.Tensor, masks: th.Tensor
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor, th.Tensor]:
@@ -193,7 +210,7 @@ class MagnetPPO(MaskablePPO):
             observations = observations[rows]
         with th.set_grad_enabled(bool(self.ent_coef) and th.is_grad_enabled()):
             entropy = distribution.entropy()
-        kl = kl_to_magnet(distribution, self._magnet_logits(observations))
+        kl = kl_to_magnet(distribution, self._magnet_logits(observations), self._magnet_head())
         magnet_kl = kl.mean() if all_rows else kl.sum() / len(decides)
         if not all_rows:
             zeros = values.new_zeros(len(decides))

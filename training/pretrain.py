@@ -1,10 +1,10 @@
 """Behaviour cloning before self-play: the learner first imitates a teacher (a heuristic bot).
 
 PPO from random weights spends most of a CPU budget relearning what a good heuristic already knows. With
-``pretrain_teacher`` set, a new run first records the teacher's decisions from the learner's seat, in the very
-games the learner will then play (the same self-play env, opponents drawn from ``heuristics``), and fits the
-policy to them by maximum likelihood under the action masks; the value network is fitted at the same time to the
-discounted returns of those games, so that PPO's first advantages are not noise. Then PPO takes over.
+``imitation.teacher`` set, a new run first records the teacher's decisions from the learner's seat, in the very
+games the learner will then play (the same self-play env, opponents drawn from the league's ``heuristics``), and
+fits the policy to them by maximum likelihood under the action masks; the value network is fitted at the same time
+to the discounted returns of those games, so that PPO's first advantages are not noise. Then PPO takes over.
 
 ```python
 demos = collect(config, steps=50_000, seed=0)    # Demonstrations: obs, masks, actions, returns, decisions
@@ -15,9 +15,10 @@ Collection plays ``n_envs`` games at once on the batched engine (``revolution_en
 the teacher decides for all of them in one call), or, on the ``subprocess`` backend, in
 ``n_envs`` processes each playing its own games, seeded by ``SeedSequence([seed, process])``. Either way it is
 reproducible from the seed and ``n_envs``: each of the ``n_envs`` games in flight records whole games until it
-holds its share of ``steps``. With ``pretrain_selfplay`` the teacher plays every seat of ``n_envs`` games against
+holds its share of ``steps``. With ``imitation.selfplay`` the teacher plays every seat of ``n_envs`` games against
 itself (``revolution_env.selfplay_vector_env``) and every seat's decisions are recorded, whole games until there are
-``steps`` of them: a recording of the same size costs about half the time, since no opponent decides for nothing.
+``steps`` of them: a recording of the same size is faster, since no opponent decides for nothing (the
+measurement: docs/experiments.md, "The main job").
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from revolution_training.config import TrainConfig
+from revolution_training.distributions import AutoregressiveBidHead
 from revolution_training.league import LeagueReader
 from revolution_training.policy import critic_and_actor_latent
 from revolution_training.selfplay import make_selfplay_env
@@ -97,15 +99,16 @@ class Progress:
 
 
 def collect(config: TrainConfig, steps: int, seed: int, progress: bool | None = None) -> Demonstrations:
-    """At least ``steps`` decisions of ``config.pretrain_teacher`` in the learner's seat (whole games; in every seat
-    with ``pretrain_selfplay``), from ``config.n_envs`` games at once (the module's docstring says how); ``progress`` as :class:`Progress` has it
-    (the batched engine's collection; the subprocess backend's workers say nothing)."""
+    """At least ``steps`` decisions of ``config.imitation.teacher`` in the learner's seat (whole games; in every seat
+    with ``imitation.selfplay``), from ``config.n_envs`` games at once (the module's docstring says how);
+    ``progress`` as :class:`Progress` has it (the batched engine's collection; the subprocess backend's workers say
+    nothing)."""
     try:
-        teacher = load_agent(str(config.pretrain_teacher), **config.env_options())  # a bad spec fails here
+        teacher = load_agent(str(config.imitation.teacher), **config.env_options())  # a bad spec fails here
     except ValueError as exc:
-        raise ValueError(f"pretrain_teacher: {exc}") from None
+        raise ValueError(f"imitation.teacher: {exc}") from None
     workers = max(1, min(config.n_envs, steps))
-    if config.backend() == "vector" and config.pretrain_selfplay:
+    if config.backend() == "vector" and config.imitation.selfplay:
         return _collect_selfplay(config, teacher, workers, steps, seed, progress)
     shares = [steps // workers + (i < steps % workers) for i in range(workers)]
     if config.backend() == "vector":
@@ -136,8 +139,8 @@ def _collect_batched(
 
     options = config.env_options()
     n = len(shares)
-    league = LeagueReader(None, config.heuristics, options, heuristics_weights=config.heuristics_weights)
-    env = vector_env(n, opponents=league, keep_finished=0, action_mode=config.action_mode, **options)
+    league = LeagueReader(None, config.league.heuristics, options, heuristics_weights=config.league.heuristics_weights)
+    env = vector_env(n, opponents=league, keep_finished=0, action_mode=config.policy.action_mode, **options)
     try:  # closed however the recording ends: a Ctrl-C leaves no opponent's bids under way in its threads
         return _record(config, teacher, shares, seed, env, progress)
     finally:
@@ -158,7 +161,7 @@ def _record(
     returns: list[float] = []
     held = [0] * n
     queued: list[list[int]] = [[] for _ in range(n)]  # the token mode: the teacher's decision, token by token
-    shown = Progress(sum(shares), f"recording {config.pretrain_teacher}", progress)
+    shown = Progress(sum(shares), f"recording {config.imitation.teacher}", progress)
     while min(h - s for h, s in zip(held, shares)) < 0:
         masks = env.action_masks()
         if env.tokens:
@@ -174,7 +177,7 @@ def _record(
         for i in np.flatnonzero(terminated | truncated).tolist():
             if held[i] < shares[i]:
                 done.append(current[i])
-                returns += _discounted([r[4] for r in current[i]], config.gamma)
+                returns += _discounted([r[4] for r in current[i]], config.ppo.gamma)
                 held[i] += len(current[i])
             current[i] = []
         shown(sum(min(h + len(c), s) for h, c, s in zip(held, current, shares)))  # games in flight count too
@@ -221,7 +224,7 @@ def _record_selfplay(
     obs, info = env.reset(seed=int(seeds.integers(2**31)))
     # the deciding rows in halves, each decided by a copy of the teacher with its own generator, side by side where
     # two threads are free (a compiled bot releases the GIL): the same recording on any machine
-    teachers = [teacher, load_agent(str(config.pretrain_teacher), **config.env_options())]
+    teachers = [teacher, load_agent(str(config.imitation.teacher), **config.env_options())]
     for copy in teachers:
         copy.reset(int(seeds.integers(2**31)))
     parallel = opponent_threads() > 1
@@ -232,7 +235,7 @@ def _record_selfplay(
     game_of: list[int] = []  # the finished game each of ``done`` belongs to
     returns: list[float] = []
     held = finished = 0
-    shown = Progress(steps, f"recording {config.pretrain_teacher}", progress)
+    shown = Progress(steps, f"recording {config.imitation.teacher}", progress)
     while held < steps:
         masks = env.action_masks()
         kinds = np.asarray(info["decision"])
@@ -252,7 +255,7 @@ def _record_selfplay(
                     current[r][-1][4] += float(reward[r])
                     done.append(current[r])
                     game_of.append(finished)
-                    returns += _discounted([row[4] for row in current[r]], config.gamma)
+                    returns += _discounted([row[4] for row in current[r]], config.ppo.gamma)
                     held += len(current[r])
                 current[r] = []
             finished += 1
@@ -284,8 +287,8 @@ def _teacher_tokens(env: Any, teacher: Any, queued: list[list[int]], decisions: 
 
 def _collect(config: TrainConfig, steps: int, key: tuple[int, int]) -> Demonstrations:
     options = config.env_options()
-    env = make_selfplay_env(options, None, config.heuristics)
-    teacher = load_agent(str(config.pretrain_teacher), **options)
+    env = make_selfplay_env(options, None, config.league.heuristics)
+    teacher = load_agent(str(config.imitation.teacher), **options)
     rows: dict[str, list[Any]] = {"obs": [], "masks": [], "actions": [], "decisions": []}
     returns: list[float] = []
     rewards: list[float] = []
@@ -305,7 +308,7 @@ def _collect(config: TrainConfig, steps: int, key: tuple[int, int]) -> Demonstra
         rewards.append(reward)
         if terminated or truncated:
             games += 1
-            returns += _discounted(rewards, config.gamma)
+            returns += _discounted(rewards, config.ppo.gamma)
             lengths.append(len(rewards))
             rewards = []
             if len(returns) >= steps:
@@ -341,43 +344,42 @@ def _batch(demos: Demonstrations, idx: np.ndarray, device: Any) -> tuple[torch.T
 
 def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, float]:
     """Fit ``model.policy`` (a MaskablePPO policy) to the demonstrations: the actor by the masked log-likelihood of
-    the teacher's actions, the critic by squared error to the returns, ``pretrain_epochs`` passes of minibatches of
-    ``pretrain_batch_size`` (else ``batch_size``) with the policy's own optimizer at ``pretrain_learning_rate``
-    (else PPO's); a tenth is held out. Returns :func:`score` on the held-out tenth.
+    the teacher's actions, the critic by squared error to the returns, ``imitation.epochs`` passes of minibatches of
+    ``imitation.batch_size`` (else ``ppo.batch_size``) with the policy's own optimizer at
+    ``imitation.learning_rate`` (else PPO's); a tenth is held out. Returns :func:`score` on the held-out tenth.
 
     Each minibatch's gradient is the sum of its two halves' (:func:`_half_gradients`), taken side by side in two
     threads (``workers.side_by_side``) or one after the other, whichever ``workers.Pace`` finds faster now (torch's
-    kernels release the GIL): the same weights either way, on any machine. Two passes over 400k decisions, 2
-    cores: 13.2 to 14.8 s side by side against 16.4 to 17.6 s for one minibatch on one thread; beside one busy
-    process 18 s side by side and 17 s one after the other. Torch's own two threads spin at their OpenMP
-    barriers: beside a busy process they took 2.2 times as long as one thread."""
+    kernels release the GIL): the same weights either way, on any machine. On quiet cores side by side is faster;
+    beside a busy process, one after the other; torch's own two threads spin at their OpenMP barriers and are
+    slower than one there (the measurements: docs/experiments.md, "The main job")."""
     policy = model.policy
     rng = np.random.default_rng(config.seed)
     fit, held = held_out(len(demos), config.seed)
-    size = config.pretrain_batch_size or config.batch_size
+    size = config.imitation.batch_size or config.ppo.batch_size
     params = [p for p in policy.parameters() if p.requires_grad]  # not a magnet's frozen copy
     space = policy.action_space
     runs = MaskedRuns(space.nvec if hasattr(space, "nvec") else [space.n])  # the token mode: one Discrete
     pace = Pace(opponent_threads() > 1 and not in_thread_pool())
     groups = policy.optimizer.param_groups
     before = [group["lr"] for group in groups]
-    if config.pretrain_learning_rate is not None:
+    if config.imitation.learning_rate is not None:
         for group in groups:
-            group["lr"] = config.pretrain_learning_rate
+            group["lr"] = config.imitation.learning_rate
     policy.set_training_mode(True)
     try:
-        for _ in range(config.pretrain_epochs):
+        for _ in range(config.imitation.epochs):
             rng.shuffle(fit)
             for start in range(0, len(fit), size):
                 idx = fit[start : start + size]
-                args = (policy, params, runs, config.vf_coef, len(idx))
+                args = (policy, params, runs, config.ppo.vf_coef, len(idx))
                 halves = [_batch(demos, half, policy.device) for half in np.array_split(idx, 2)]
                 calls = [functools.partial(_half_gradients, *args, batch) for batch in halves]
                 with pace as parallel:
                     grads, rest = side_by_side(calls, parallel)
                 for p, a, b in zip(params, grads, rest):
                     p.grad = a + b
-                torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+                torch.nn.utils.clip_grad_norm_(params, config.ppo.max_grad_norm)
                 policy.optimizer.step()
     finally:
         policy.set_training_mode(False)
@@ -397,7 +399,11 @@ def _half_gradients(
     obs, actions, masks, returns = batch
     values, latent = critic_and_actor_latent(policy, obs)
     logits = policy.action_net(latent)
-    log_prob = runs.log_prob(runs.log_softmax(logits, runs.legal(masks)), actions.view(len(actions), len(runs.nvec)))
+    actions = actions.view(len(actions), len(runs.nvec))
+    if isinstance(policy.action_net, AutoregressiveBidHead):  # its steps along the teacher's bid
+        log_prob = policy.action_net.follow(logits, masks.bool(), actions).log_prob
+    else:
+        log_prob = runs.log_prob(runs.log_softmax(logits, runs.legal(masks)), actions)
     loss = (vf_coef * (values - returns).square().sum() - log_prob.sum()) / size
     grads = torch.autograd.grad(loss, params, allow_unused=True)
     return [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]

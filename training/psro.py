@@ -8,7 +8,7 @@ revolution eval --players 2 --gauntlet runs/psro_two_players/population.json --o
 ```
 
 The config is a training config (``revolution_training.config.TrainConfig``: the oracle, the run each best
-response is) with a ``psro:`` section (:class:`PsroConfig`): the first ``population`` (agent specs), the
+response is) with one more section, ``psro:`` (:class:`PsroConfig`): the first ``population`` (agent specs), the
 ``iterations``, the ``payoff_games`` per table and the meta-solver's ``meta_tolerance``. Each iteration:
 
 1. **payoffs**: every table of the meta-game (each multiset of ``players`` members) plays ``payoff_games`` seat-
@@ -137,7 +137,7 @@ def play_table(specs: list[str], oracle: TrainConfig, psro: PsroConfig, seed: in
 def payoff_table(members: list[str], played: dict[str, dict[str, float]], oracle: TrainConfig, psro: PsroConfig,
                  save: Any) -> list[dict[tuple[int, ...], float]]:  # fmt: skip
     """``table[i][m]`` (``revolution_training.meta``) for the members, playing the tables not in ``played``."""
-    players = oracle.players
+    players = oracle.game.players
     table: list[dict[tuple[int, ...], float]] = [{} for _ in members]
     for i, spec in enumerate(members):
         for m in opponent_sets(len(members), players):
@@ -158,23 +158,20 @@ def best_response_config(oracle: TrainConfig, members: list[str], meta: np.ndarr
     keep = [i for i, w in enumerate(meta) if w > 0]
     heaviest = max(keep, key=lambda i: meta[i])
     checkpoints = [i for i in keep if is_checkpoint(members[i])]
+    league = {"heuristics": [members[i] for i in keep], "heuristics_weights": [float(meta[i]) for i in keep],
+              "opponent_sampling": "uniform", "p_latest": 0.0, "p_past": 0.0, "p_heuristics": 1.0}  # fmt: skip
     changes: dict[str, Any] = {
-        "heuristics": [members[i] for i in keep],
-        "heuristics_weights": [float(meta[i]) for i in keep],
-        "opponent_sampling": "uniform",
-        "p_latest": 0.0,
-        "p_past": 0.0,
-        "p_heuristics": 1.0,
-        "selfplay": False,  # an oracle of pure self-play still answers the population, not itself
+        "league": league,
+        "selfplay": {"enabled": False},  # an oracle of pure self-play still answers the population, not itself
         "seed": oracle.seed + k,
     }
     if not oracle.init_from:
         if checkpoints:
             changes["init_from"] = members[max(checkpoints, key=lambda i: meta[i])].removesuffix(":sample")
-        elif not oracle.pretrain_teacher:
-            changes["pretrain_teacher"] = members[heaviest]
-    if oracle.eval_opponents is None:
-        changes["eval_opponents"] = [members[i] for i in keep]
+        elif not oracle.imitation.teacher:
+            changes["imitation"] = {"teacher": members[heaviest]}
+    if oracle.evaluation.opponents is None:
+        changes["evaluation"] = {"opponents": [members[i] for i in keep]}
     return oracle.replace(**changes)
 
 
@@ -199,9 +196,10 @@ def run_psro(oracle: TrainConfig, psro: PsroConfig, out: str | Path, resume: boo
         raise ValueError(f"{out}: no PSRO run to resume (no {STATE})")
     if resume:
         state = json.loads(state_file.read_text(encoding="utf-8"))
-        oracle, psro = from_dict(state["oracle"], str(state_file)), PsroConfig(**state["psro"])
+        oracle = from_dict(state["oracle"], str(state_file), stored=True)  # perhaps from before the sections
+        psro = PsroConfig(**state["psro"])
     else:
-        state = {"format": POPULATION_FORMAT, "players": oracle.players, "oracle": oracle.to_dict(),
+        state = {"format": POPULATION_FORMAT, "players": oracle.game.players, "oracle": oracle.to_dict(),
                  "psro": dataclasses.asdict(psro), "members": list(psro.population), "played": {},
                  "iterations": []}  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
@@ -214,7 +212,7 @@ def run_psro(oracle: TrainConfig, psro: PsroConfig, out: str | Path, resume: boo
     while True:
         k = len(state["iterations"])
         table = payoff_table(members, state["played"], oracle, psro, save)
-        meta = solve(table, oracle.players, psro.meta_tolerance, psro.meta_iterations)
+        meta = solve(table, oracle.game.players, psro.meta_tolerance, psro.meta_iterations)
         gap = regret(table, meta)
         weights = [float(w) for w in meta]
         print(f"psro: {len(members)} members, meta-strategy " + ", ".join(

@@ -1,15 +1,21 @@
 """Recipes: a bot's whole training, stage after stage, from one config and one command.
 
 ```yaml
-players: 2                 # the base: every key of TrainConfig, shared by the stages
-algorithm: mmd
+algorithm: mmd             # the base: a whole config, shared by the stages
+game:
+  players: 2
 stages:
   - name: imitation        # each stage: a name, its own total_steps, and the keys it changes
-    pretrain_teacher: value
     total_steps: 1_000_000
+    imitation:
+      teacher: value
   - name: selfplay
     start: run             # from the previous stage: run (policy and value network), best or latest (policy only)
     total_steps: 4_000_000
+    selfplay:
+      enabled: true
+    ppo:
+      learning_rate: 1.0e-4   # this key alone: the stage keeps the base's other ppo keys
 ```
 
 ``revolution train --config RECIPE`` runs the stages one after another, each a normal run in its own folder
@@ -53,10 +59,10 @@ def run_recipe(
         raise ValueError(f"{folder}: already holds a recipe's run; pass --resume to continue it, or another --out")
     if resume and not recipe_file.exists():
         raise ValueError(f"{folder}: no recipe run to resume (no recipe.yaml)")
-    if resume:  # the recipe the run was started with
+    if resume:  # the recipe the run was started with, perhaps from before the sections
         from revolution_training.config import load_config
 
-        config = load_config(recipe_file)
+        config = load_config(recipe_file, stored=True)
     folder.mkdir(parents=True, exist_ok=True)
     if not recipe_file.exists():
         atomic_write(recipe_file, lambda fh: fh.write(dump_config(config)))  # what --resume continues

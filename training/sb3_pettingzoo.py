@@ -93,9 +93,9 @@ class VecActionMasks(VecEnvWrapper):
 
 
 class SB3ModelAgent(Agent):
-    """A trained sb3-contrib MaskablePPO model (its ``predict`` takes ``action_masks``) in one seat of :func:`play_game`, a
-    tournament or ``win_share``. ``preprocess`` turns the env's observation dict into the model's input (the
-    same transform the model was trained with; default: unchanged)."""
+    """A trained sb3-contrib MaskablePPO model (its ``predict`` takes ``action_masks``) in one seat of
+    :func:`play_game`, a tournament or ``win_share``. ``preprocess`` turns the env's observation dict into the
+    model's input (the same transform the model was trained with; default: unchanged)."""
 
     name = "sb3"
 

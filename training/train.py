@@ -8,17 +8,17 @@ train(load_config("configs/default.yaml"), out="runs/default")            # or r
 
 **The run folder** (``out``):
 
-| file                        | what                                                                         |
-|-----------------------------|------------------------------------------------------------------------------|
-| `state.json`                | the run state: step, wall time, the model file to resume from, evaluations   |
-| `config.yaml`               | the config the run was started with                                          |
-| `saves/model_<step>.zip`    | SB3's model with its optimizer (what ``--resume`` continues from)            |
-| `latest.pt`, `best.pt`      | policy checkpoints (``revolution eval`` takes them): the last save, the best evaluation |
-| `imitation.pt`              | with ``pretrain_teacher``: the policy after imitating it, before PPO (the run's start) |
-| `league/`                   | the league: `league.json`, `snapshot_<step>.pt`, `exploiter_<step>.pt` (``revolution_training.league``) |
-| `exploiters/<step>/`        | each exploiter's training run (``exploiter_every``): `target.pt`, the learner it exploits, and `run/` |
-| `league.png`                | the league's win-rate matrix: the learner against each opponent, per snapshot |
-| `tb/`                       | TensorBoard logs (``tensorboard --logdir <out>/tb``)                         |
+| file                     | what                                                                                     |
+|--------------------------|------------------------------------------------------------------------------------------|
+| `state.json`             | the run state: step, wall time, the model file to resume from, evaluations, the config   |
+| `config.yaml`            | the config the run was started with                                                      |
+| `saves/model_<step>.zip` | SB3's model with its optimizer (what ``--resume`` continues from)                        |
+| `latest.pt`, `best.pt`   | policy checkpoints (``revolution eval`` takes them): the last save, the best evaluation  |
+| `imitation.pt`           | with ``imitation.teacher``: the policy after imitating it, before PPO (the run's start)  |
+| `league/`                | the league: `league.json`, `snapshot_<step>.pt`, `exploiter_<step>.pt` (``.league``)     |
+| `exploiters/<step>/`     | each exploiter's run (``exploiters.every``): `target.pt`, the learner it exploits, `run/` |
+| `league.png`             | the league's win-rate matrix: the learner against each opponent, per snapshot            |
+| `tb/`                    | TensorBoard logs (``tensorboard --logdir <out>/tb``)                                     |
 
 **Saving** every ``save_every`` steps (and at the end, and on Ctrl-C or SIGTERM): the model zip, then
 ``latest.pt``, then ``state.json``, which names the zip and so commits the save; only then is the previous zip
@@ -53,12 +53,12 @@ from revolution_training.checkpoint import (
     read_checkpoint,
     save_checkpoint,
 )
-from revolution_training.config import MIRROR, TrainConfig, dump_config, from_dict
-from revolution_training.distributions import MaskableMultiDiscretePolicy
+from revolution_training.config import MIRROR, TrainConfig, dotted, dump_config, from_dict, sectioned
+from revolution_training.distributions import AutoregressiveBidPolicy, MaskableMultiDiscretePolicy
 from revolution_training.exploit import ExploitResult, default_folder, exploit_config, final_games_seed, measure
 from revolution_training.league import League, LeagueReader, plot_matrix
 from revolution_training.mmd import MagnetPPO
-from revolution_training.policy import actor_layers, policy_from_sb3
+from revolution_training.policy import load_actor, policy_from_sb3
 from revolution_training.pretrain import clone, collect
 from revolution_training.selfplay import make_selfplay_env
 from revolution_training.vec_env import SB3VecEnv, TruncatedReward
@@ -76,12 +76,13 @@ from revolution_env.common.workers import (
     start_workers,
     stop_signals_blocked,
 )
+from revolution_env.env.core import Core, EnvConfig
 
 STATE_FILE = "state.json"
 CONFIG_FILE = "config.yaml"
 LATEST = "latest.pt"
 BEST = "best.pt"
-IMITATION = "imitation.pt"  # the policy right after imitating pretrain_teacher, before PPO
+IMITATION = "imitation.pt"  # the policy right after imitating imitation.teacher, before PPO
 LEAGUE_PLOT = "league.png"
 RUN_FORMAT = "revolution-train-run"
 
@@ -136,13 +137,13 @@ def env_factory(config: TrainConfig, league_folder: Path, in_subprocess: bool):
         return make_selfplay_env(
             options,
             league_folder,
-            config.heuristics,
-            config.p_latest,
-            config.p_past,
-            config.opponents_deterministic,
-            config.opponent_sampling,
-            config.pfsp_weighting,
-            config.heuristics_weights,
+            config.league.heuristics,
+            config.league.p_latest,
+            config.league.p_past,
+            config.league.opponents_deterministic,
+            config.league.opponent_sampling,
+            config.league.pfsp_weighting,
+            config.league.heuristics_weights,
         )
 
     return make
@@ -150,44 +151,50 @@ def env_factory(config: TrainConfig, league_folder: Path, in_subprocess: bool):
 
 def make_vec_env(config: TrainConfig, league_folder: Path, keep_finished: int = 0) -> VecEnv:
     """``n_envs`` self-play games with episode statistics (VecMonitor): one batched vector env (the ``vector``
-    backend), or one scalar env per subprocess (DummyVecEnv for one); with ``selfplay``, every seat of the
+    backend), or one scalar env per subprocess (DummyVecEnv for one); with ``selfplay.enabled``, every seat of the
     ``n_envs`` batched games a row (``revolution_env.selfplay_vector_env``) and no league. With
-    ``truncated_reward``, a game cut at ``max_rounds`` ends with that reward (:class:`TruncatedReward`).
+    ``game.truncated_reward``, a game cut at ``max_rounds`` ends with that reward (:class:`TruncatedReward`).
     ``keep_finished``: the batched env's finished games kept for ``pop_finished()``; a run never reads them, so
-    none by default (the env's own default, 100,000, held about 1.4 GB of game records in a 4-player run of 2M
-    steps, and warned that it dropped the oldest)."""
+    none by default (the env's own default keeps 100,000 game records, which a long run would hold in memory for
+    nobody, and warns when it drops the oldest)."""
     venv = _games(config, league_folder, keep_finished)
-    if config.truncated_reward is not None:
-        venv = TruncatedReward(venv, config.truncated_reward)
+    if config.game.truncated_reward is not None:
+        venv = TruncatedReward(venv, config.game.truncated_reward)
     return VecMonitor(venv)
 
 
 def _games(config: TrainConfig, league_folder: Path, keep_finished: int) -> VecEnv:
-    if config.selfplay:
+    if config.selfplay.enabled:
         from revolution_env import selfplay_vector_env
 
         options = config.env_options()
         return SB3VecEnv(
-            selfplay_vector_env(config.n_envs, action_mode=config.action_mode, keep_finished=keep_finished, **options)
+            selfplay_vector_env(
+                config.n_envs, action_mode=config.policy.action_mode, keep_finished=keep_finished, **options
+            )
         )
     if config.backend() == "vector":
         from revolution_env import vector_env
 
         league = LeagueReader(
             league_folder,
-            config.heuristics,
+            config.league.heuristics,
             config.env_options(),
-            config.p_latest,
-            config.p_past,
-            config.opponents_deterministic,
-            config.opponent_sampling,
-            config.pfsp_weighting,
-            config.heuristics_weights,
+            config.league.p_latest,
+            config.league.p_past,
+            config.league.opponents_deterministic,
+            config.league.opponent_sampling,
+            config.league.pfsp_weighting,
+            config.league.heuristics_weights,
         )
         options = config.env_options()
         return SB3VecEnv(
             vector_env(
-                config.n_envs, opponents=league, action_mode=config.action_mode, keep_finished=keep_finished, **options
+                config.n_envs,
+                opponents=league,
+                action_mode=config.policy.action_mode,
+                keep_finished=keep_finished,
+                **options,
             )
         )
     if config.n_envs == 1:
@@ -220,36 +227,42 @@ def close_vec_env(venv: VecEnv) -> None:
 
 def new_model(config: TrainConfig, venv: VecEnv) -> MaskablePPO:
     """MaskablePPO, or with ``algorithm: mmd`` its magnet-regularised form (``revolution_training.mmd``)."""
-    activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[config.activation]
+    activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[config.policy.activation]
     algorithm: Any = MaskablePPO
     extra: dict[str, Any] = {}
     if config.algorithm == "mmd":
         algorithm = MagnetPPO
-        extra = {"magnet": "checkpoint" if config.magnet.endswith(".pt") else config.magnet,
-                 "magnet_coef": config.magnet_coef, "kl_coef": config.kl_coef,
-                 "magnet_every": config.magnet_every}  # fmt: skip
-    rate = config.learning_rate
+        extra = {"magnet": "checkpoint" if config.mmd.magnet.endswith(".pt") else config.mmd.magnet,
+                 "magnet_coef": config.mmd.magnet_coef, "kl_coef": config.mmd.kl_coef,
+                 "magnet_every": config.mmd.magnet_every}  # fmt: skip
+    rate = config.ppo.learning_rate
+    # "MlpPolicy" with a faster masked distribution (training/distributions.py), or the autoregressive bid head;
+    # the token mode's Discrete action is one categorical, MlpPolicy's own
+    policy: Any = "MlpPolicy" if config.policy.action_mode == "tokens" else MaskableMultiDiscretePolicy
+    head: dict[str, Any] = {}
+    if config.policy.bid_head == "autoregressive":
+        policy = AutoregressiveBidPolicy
+        head = {"token_blocks": list(Core(EnvConfig.from_options(config.env_options())).codec.n_tokens)}
     return algorithm(
-        # "MlpPolicy" with a faster masked distribution (training/distributions.py); the token mode's Discrete
-        # action is one categorical, MlpPolicy's own
-        "MlpPolicy" if config.action_mode == "tokens" else MaskableMultiDiscretePolicy,
+        policy,
         venv,
         # SB3 calls a schedule with the fraction of the run left (1 at the start, 0 at total_steps)
-        learning_rate=(lambda left: rate * left) if config.lr_schedule == "linear" else rate,
-        n_steps=config.n_steps,
-        batch_size=config.batch_size,
-        n_epochs=config.n_epochs,
-        gamma=config.gamma,
-        gae_lambda=config.gae_lambda,
-        clip_range=config.clip_range,
-        ent_coef=config.ent_coef,
-        vf_coef=config.vf_coef,
-        max_grad_norm=config.max_grad_norm,
+        learning_rate=(lambda left: rate * left) if config.ppo.lr_schedule == "linear" else rate,
+        n_steps=config.ppo.n_steps,
+        batch_size=config.ppo.batch_size,
+        n_epochs=config.ppo.n_epochs,
+        gamma=config.ppo.gamma,
+        gae_lambda=config.ppo.gae_lambda,
+        clip_range=config.ppo.clip_range,
+        ent_coef=config.ppo.ent_coef,
+        vf_coef=config.ppo.vf_coef,
+        max_grad_norm=config.ppo.max_grad_norm,
         # fused Adam (on CPU since torch 2.4): one kernel per tensor instead of a dozen, the same update
         policy_kwargs={
-            "net_arch": list(config.net_arch),
+            "net_arch": list(config.policy.net_arch),
             "activation_fn": activation,
             "optimizer_kwargs": {"fused": True},
+            **head,
         },
         seed=config.seed,
         device=config.device,
@@ -261,18 +274,18 @@ def new_model(config: TrainConfig, venv: VecEnv) -> MaskablePPO:
 def fix_magnet(model: MaskablePPO, config: TrainConfig) -> str | None:
     """MMD's magnet at the start of a new run (a resumed run reads it from its save): the policy as it is now
     (``imitation``, after imitating; ``latest``), or a checkpoint's actor. Returns it in words."""
-    if not isinstance(model, MagnetPPO) or config.magnet == "uniform":
+    if not isinstance(model, MagnetPPO) or config.mmd.magnet == "uniform":
         return None
-    if config.magnet.endswith(".pt"):
-        checkpoint = read_checkpoint(config.magnet)
-        check_compatible(checkpoint, config.env_options(), f"magnet: {config.magnet}")
-        if action_mode(checkpoint) != config.action_mode:
-            raise ValueError(f"magnet: {config.magnet}: a policy of the {action_mode(checkpoint)!r} action mode; this "
-                             f"config trains action_mode {config.action_mode!r}")  # fmt: skip
-        model.set_magnet(checkpoint, config.magnet)
-        return f"the policy of {config.magnet}"
+    if config.mmd.magnet.endswith(".pt"):
+        checkpoint = read_checkpoint(config.mmd.magnet)
+        check_compatible(checkpoint, config.env_options(), f"mmd.magnet: {config.mmd.magnet}")
+        if action_mode(checkpoint) != config.policy.action_mode:
+            raise ValueError(f"mmd.magnet: {config.mmd.magnet}: a policy of the {action_mode(checkpoint)!r} action "
+                             f"mode; this config trains policy.action_mode {config.policy.action_mode!r}")  # fmt: skip
+        model.set_magnet(checkpoint, config.mmd.magnet)
+        return f"the policy of {config.mmd.magnet}"
     model.set_magnet()
-    return "the policy after imitation" if config.magnet == "imitation" else "the policy at the start"
+    return "the policy after imitation" if config.mmd.magnet == "imitation" else "the policy at the start"
 
 
 def load_initial_weights(model: MaskablePPO, config: TrainConfig) -> tuple[str, dict[str, Any]]:
@@ -286,11 +299,8 @@ def load_initial_weights(model: MaskablePPO, config: TrainConfig) -> tuple[str, 
         raise ValueError(f"init_from: {source}: no such run folder or checkpoint file")
     checkpoint = read_checkpoint(source)
     _check_source(checkpoint, config, str(source))
-    weights = checkpoint["policy"]["state_dict"]
-    with torch.no_grad():
-        for i, layer in enumerate(actor_layers(model.policy)):
-            layer.weight.copy_(weights[f"layers.{i}.weight"])
-            layer.bias.copy_(weights[f"layers.{i}.bias"])
+    policy = model.policy
+    load_actor(checkpoint["policy"], policy.mlp_extractor.policy_net, policy.action_net, f"init_from: {source}")
     origin = _origin(config, checkpoint["step"], checkpoint.get("wall_time", 0.0), checkpoint.get("origin"))
     return f"policy of {source} at step {checkpoint['step']:,} (the value network starts fresh)", origin
 
@@ -302,11 +312,11 @@ def _load_run(model: MaskablePPO, config: TrainConfig, source: Path) -> tuple[st
         raise ValueError(f"init_from: {source}: not a training run folder (no {STATE_FILE} with a saved model)")
     # latest.pt tells the environment the run was trained for (the same for all its saves)
     _check_source(read_checkpoint(source / LATEST), config, str(source / LATEST))
-    if state["config"].get("reward") != config.reward:
+    trained = sectioned(state["config"]).get("game", {}).get("reward", "win_loss")  # a run's, sections or not
+    if trained != config.game.reward:
         raise ValueError(
-            f"init_from: {source}: trained with reward {state['config'].get('reward')!r}, this config uses "
-            f"{config.reward!r} (its value network would predict the wrong returns; start from {source / LATEST} "
-            "to take the policy only)"
+            f"init_from: {source}: trained with reward {trained!r}, this config uses {config.game.reward!r} (its "
+            f"value network would predict the wrong returns; start from {source / LATEST} to take the policy only)"
         )
     load_weights(model, source / state["model"], f"init_from: {source}", with_optimizer=False)
     origin = _origin(config, state["step"], state["wall_time"], state.get("origin"))
@@ -341,16 +351,16 @@ def load_weights(model: MaskablePPO, path: Path, where: str, with_optimizer: boo
 def _check_source(checkpoint: dict[str, Any], config: TrainConfig, where: str) -> None:
     check_compatible(checkpoint, config.env_options(), f"init_from: {where}")
     mode = action_mode(checkpoint)
-    if mode != config.action_mode:
+    if mode != config.policy.action_mode:
         raise ValueError(
-            f"init_from: {where}: a policy of the {mode!r} action mode; this config trains action_mode "
-            f"{config.action_mode!r}"
+            f"init_from: {where}: a policy of the {mode!r} action mode; this config trains policy.action_mode "
+            f"{config.policy.action_mode!r}"
         )
     policy = checkpoint["policy"]
-    if list(policy["hidden"]) != list(config.net_arch) or policy["activation"] != config.activation:
+    if list(policy["hidden"]) != list(config.policy.net_arch) or policy["activation"] != config.policy.activation:
         raise ValueError(
             f"init_from: {where}: its network is {policy['hidden']} {policy['activation']}, this config "
-            f"asks for net_arch {list(config.net_arch)} {config.activation}"
+            f"asks for policy.net_arch {list(config.policy.net_arch)} {config.policy.activation}"
         )
 
 
@@ -360,10 +370,10 @@ def _origin(config: TrainConfig, step: int, wall_time: float, origin: dict[str, 
 
 def compile_ahead(config: TrainConfig) -> None:
     """Numba's machine code for this run before its first decision, where the cache lacks it (a fresh clone): the
-    heuristic bots in a background process (about a minute of one core; started here, unless ``revolution train``
-    started it before loading torch) while this process compiles the batched engine by playing a few random games
-    (about 15 s), then a wait for the bots with a line of progress. Without it the imitation's first minute
-    ran the bots' NumPy reference, five to fifty times slower."""
+    heuristic bots in a background process (started here, unless ``revolution train`` started it before loading
+    torch) while this process compiles the batched engine by playing a few random games, then a wait for the bots
+    with a line of progress. Without it the imitation would start on the bots' uncompiled code, which is much
+    slower."""
     from revolution_env.agents.compiled import COMPILING, building_since, ready, wait_until_ready
 
     bot = config.compiled_bot()
@@ -391,11 +401,12 @@ def _play_random_games(config: TrainConfig, games: int = 16, steps: int = 150) -
 
 
 def imitate(model: MaskablePPO, config: TrainConfig, threads: int = 1, progress: bool | None = None) -> float:
-    """Behaviour cloning of ``pretrain_teacher`` before PPO (``revolution_training.pretrain``), fitted on torch
+    """Behaviour cloning of ``imitation.teacher`` before PPO (``revolution_training.pretrain``), fitted on torch
     ``threads``, the recording's ``progress`` shown as ``pretrain.Progress`` has it; returns the seconds spent."""
     start = time.time()
-    print(f"imitating {config.pretrain_teacher}: recording {config.pretrain_steps:,} of its decisions ...", flush=True)
-    demos = collect(config, config.pretrain_steps, config.seed, progress)
+    teacher = config.imitation.teacher
+    print(f"imitating {teacher}: recording {config.imitation.steps:,} of its decisions ...", flush=True)
+    demos = collect(config, config.imitation.steps, config.seed, progress)
     with torch_threads(threads):
         report = clone(model, demos, config)
     for key, value in report.items():
@@ -403,7 +414,7 @@ def imitate(model: MaskablePPO, config: TrainConfig, threads: int = 1, progress:
     model.logger.dump(0)
     elapsed = time.time() - start
     print(  # what the figures are, in the line itself: a reader of the log has nothing else
-        f"imitated {config.pretrain_teacher} on {len(demos):,} decisions of {demos.games:,} games in {elapsed:.0f} s;"
+        f"imitated {teacher} on {len(demos):,} decisions of {demos.games:,} games in {elapsed:.0f} s;"
         f" on the tenth held out, the policy's likeliest action is the teacher's in {report['accuracy']:.1%} of"
         f" decisions ({report['bid_accuracy']:.1%} of bids, where every token must go to the same target as the"
         f" teacher's) and in {report['dim_accuracy']:.1%} of single choices that had options; value mse"
@@ -417,8 +428,9 @@ def imitate(model: MaskablePPO, config: TrainConfig, threads: int = 1, progress:
 
 
 def evaluate(config: TrainConfig, checkpoint: dict[str, Any], step: int, scratch: Path) -> dict[str, float]:
-    """Win rate of the policy (greedy, or sampling with ``eval_sample``) against each baseline, over every seat
-    order; seats beyond the learner and the baseline go to ``eval_fill``. Every evaluation plays the same seeds, so that they compare like with like."""
+    """Win rate of the policy (greedy, or sampling with ``evaluation.sample``) against each baseline, over every
+    seat order; seats beyond the learner and the baseline go to ``evaluation.fill``. Every evaluation plays the same
+    seeds, so that they compare like with like."""
     options = {k: v for k, v in config.env_options().items() if k != "reward"}
     # a new file name each time: the harness caches agents by spec within a process
     path = scratch / f"learner_{step:012d}.pt"
@@ -434,11 +446,12 @@ def _win_rates(config: TrainConfig, path: Path, step: int, options: dict[str, An
     from revolution_env.evaluation import evaluate_lineup
 
     rates = {}
-    spec = str(path) + (SAMPLING if config.eval_sample else "")
+    spec = str(path) + (SAMPLING if config.evaluation.sample else "")
     for baseline in config.baselines():
         other = spec if baseline == MIRROR else baseline  # a mirror table: the learner beside a copy of itself
-        lineup = [spec, other] + [config.eval_fill or other] * (config.players - 2)
-        ev = evaluate_lineup(lineup, config.eval_games, config.seed, options, config.eval_workers, progress=False)
+        lineup = [spec, other] + [config.evaluation.fill or other] * (config.game.players - 2)
+        ev = evaluate_lineup(lineup, config.evaluation.games, config.seed, options, config.evaluation.workers,
+                             progress=False)  # fmt: skip
         learner = next(name for name, s in ev.specs.items() if s == spec)
         rates[baseline] = ev.stats[learner].win_rate
     return rates
@@ -477,10 +490,10 @@ class SelfPlayCallback(BaseCallback):
     def _on_training_start(self) -> None:
         step = self.model.num_timesteps
         self._next = {
-            "snapshot": _next_multiple(step, self.config.snapshot_every),
-            "eval": _next_multiple(step, self.config.eval_every) if self.config.eval_every else None,
+            "snapshot": _next_multiple(step, self.config.league.snapshot_every),
+            "eval": _next_multiple(step, self.config.evaluation.every) if self.config.evaluation.every else None,
             "save": _next_multiple(step, self.config.save_every),
-            "exploiter": _next_multiple(step, self.config.exploiter_every) if self.config.exploiter_every else None,
+            "exploiter": _next_multiple(step, self.config.exploiters.every) if self.config.exploiters.every else None,
         }
         self._window = (time.time(), step)
 
@@ -496,13 +509,13 @@ class SelfPlayCallback(BaseCallback):
         if step >= self._next["snapshot"]:
             self.league.add(self.checkpoint(), step)
             plot_matrix(self.league.history, self.out / LEAGUE_PLOT)
-            self._next["snapshot"] = _next_multiple(step, self.config.snapshot_every)
+            self._next["snapshot"] = _next_multiple(step, self.config.league.snapshot_every)
         if self._next["exploiter"] is not None and step >= self._next["exploiter"]:
             self.train_exploiter()
-            self._next["exploiter"] = _next_multiple(step, self.config.exploiter_every)
+            self._next["exploiter"] = _next_multiple(step, self.config.exploiters.every)
         if self._next["eval"] is not None and step >= self._next["eval"]:
             self.evaluate()
-            self._next["eval"] = _next_multiple(step, self.config.eval_every)
+            self._next["eval"] = _next_multiple(step, self.config.evaluation.every)
         if step >= self._next["save"]:
             self.save()
             self._next["save"] = _next_multiple(step, self.config.save_every)
@@ -528,8 +541,8 @@ class SelfPlayCallback(BaseCallback):
     # --- the pieces --------------------------------------------------------------------------------------------
 
     def checkpoint(self) -> dict[str, Any]:
-        policy = policy_from_sb3(self.model.policy, self.config.activation)
-        if self.config.eval_sample:  # a policy meant to mix: its spec plays it sampling (PATH:argmax does not)
+        policy = policy_from_sb3(self.model.policy, self.config.policy.activation)
+        if self.config.evaluation.sample:  # a policy meant to mix: its spec plays it sampling (PATH:argmax does not)
             policy["play"] = "sample"
         return make_checkpoint(
             policy,
@@ -543,30 +556,33 @@ class SelfPlayCallback(BaseCallback):
     def train_exploiter(self) -> None:
         """A fresh best response to the learner as it is now (``revolution_training.exploit``), added to the league. An
         exploiter stopped by Ctrl-C or SIGTERM is dropped and the run stops (it saves first); the next one is
-        trained at the next multiple of ``exploiter_every``."""
+        trained at the next multiple of ``exploiters.every``."""
         step, config = self.model.num_timesteps, self.config
         folder = self.out / "exploiters" / f"{step:012d}"
         shutil.rmtree(folder, ignore_errors=True)  # a run rolled back past this step left it: the learner differs
         folder.mkdir(parents=True)
         target = folder / "target.pt"
         save_checkpoint(self.checkpoint(), target)
-        games = config.eval_games
-        print(f"step {step}: training an exploiter ({config.exploiter_steps} steps)", flush=True)
+        games = config.evaluation.games
+        print(f"step {step}: training an exploiter ({config.exploiters.steps} steps)", flush=True)
         try:
-            result = train_best_response(str(target), steps=config.exploiter_steps, out=folder / "run", seed=config.seed + step,
-                             eval_games=games, final_games=games, n_envs=config.n_envs, n_steps=config.n_steps,
-                             batch_size=config.batch_size, net_arch=list(config.net_arch), device=config.device,
-                             torch_threads=self.threads, env_backend=config.env_backend)  # fmt: skip
+            result = train_best_response(
+                str(target), steps=config.exploiters.steps, out=folder / "run", seed=config.seed + step,
+                eval_games=games, final_games=games, n_envs=config.n_envs, device=config.device,
+                torch_threads=self.threads, env_backend=config.env_backend,
+                ppo={"n_steps": config.ppo.n_steps, "batch_size": config.ppo.batch_size},
+                policy={"net_arch": list(config.policy.net_arch)},
+            )  # fmt: skip
         except KeyboardInterrupt as exc:  # the exploiter's run took the signal (it saved, but is dropped)
             shutil.rmtree(folder, ignore_errors=True)
             self.stop_requested = True
             self.stop_signal = self.stop_signal or (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
             print(f"step {step}: exploiter interrupted and dropped", flush=True)
             return
-        self.league.add_exploiter(folder / "run" / BEST, step, config.max_exploiters)
+        self.league.add_exploiter(folder / "run" / BEST, step, config.exploiters.keep)
         rate = result.final["win_rate"]
         self.logger.record("league/exploiter_win_rate", rate)
-        print(f"step {step}: exploiter trained ({config.exploiter_steps} steps), wins {rate:.2f} against the learner "
+        print(f"step {step}: exploiter trained ({config.exploiters.steps} steps), wins {rate:.2f} against the learner "
               f"over {result.final['games']} games; added to the league", flush=True)  # fmt: skip
 
     def evaluate(self) -> None:
@@ -579,13 +595,13 @@ class SelfPlayCallback(BaseCallback):
         self.logger.record("eval/win_rate_mean", mean)
         self.logger.record("eval/win_rate_worst", worst)
         self.run.evaluations.append({"step": step, "win_rates": rates, "mean": mean})
-        score = mean if self.config.best_by == "mean" else worst
+        score = mean if self.config.evaluation.best_by == "mean" else worst
         if self.run.best_win_rate is None or score > self.run.best_win_rate:
             self.run.best_win_rate, self.run.best_step = score, step
             save_checkpoint(checkpoint, self.out / BEST)
         self.logger.dump(step)  # now, at the step evaluated (SB3 would write them at the end of the rollout)
         shown = ", ".join(f"{b} {r:.2f}" for b, r in rates.items())
-        best = f"best {self.config.best_by} {self.run.best_win_rate:.2f} at step {self.run.best_step}"
+        best = f"best {self.config.evaluation.best_by} {self.run.best_win_rate:.2f} at step {self.run.best_step}"
         print(f"step {step}: win rate vs {shown} ({best})")
 
     def save(self) -> None:
@@ -652,23 +668,11 @@ def prepare_run(config: TrainConfig, out: str | Path | None, resume: bool) -> tu
     if resume:
         if state is None:
             raise ValueError(f"{folder}: no saved run to resume (no {STATE_FILE})")
-        saved = from_dict(state["config"], str(folder / STATE_FILE))
-        ignored = [
-            k
-            for k in (
-                "players",
-                "n_envs",
-                "n_steps",
-                "learning_rate",
-                "net_arch",
-                "heuristics",
-                "seed",
-                "init_from",
-                "pretrain_teacher",
-                "pretrain_steps",
-            )
-            if getattr(saved, k) != getattr(config, k)
-        ]
+        saved = from_dict(state["config"], str(folder / STATE_FILE), stored=True)  # perhaps from before the sections
+        keys = ("game.players", "n_envs", "ppo.n_steps", "ppo.learning_rate", "policy.net_arch", "league.heuristics",
+                "seed", "init_from", "imitation.teacher", "imitation.steps")  # fmt: skip
+        theirs, given = dotted(saved.to_dict()), dotted(config.to_dict())
+        ignored = [k for k in keys if theirs[k] != given[k]]
         if ignored:
             print(f"note: resuming with the run's own config; the given config's {', '.join(ignored)} are ignored")
         config = saved.replace(total_steps=config.total_steps)
@@ -693,7 +697,7 @@ def train(
     remove_temporaries(out)
     if state is None:
         atomic_write(out / CONFIG_FILE, lambda fh: fh.write(dump_config(config).encode("utf-8")))
-    league = League(out / "league", config.max_snapshots, config.pfsp_window)
+    league = League(out / "league", config.league.max_snapshots, config.league.pfsp_window)
     # the league as of the last save; a new run (perhaps in the folder of one aborted before its first save) empty
     league.rollback(state["step"] if state is not None else 0)
     run = RunState()
@@ -708,7 +712,7 @@ def train(
             state.get("origin"),
         )
         if run.step >= config.total_steps:  # nothing left to train
-            return TrainResult(run.step, False, 0.0, run.best_win_rate, out, best_by=config.best_by)
+            return TrainResult(run.step, False, 0.0, run.best_win_rate, out, best_by=config.evaluation.best_by)
 
     threads = config.update_threads()  # before the run sets torch's threads: a user's setting is kept
     with torch_threads(1):  # the rollouts; PPO's updates take `threads` (SelfPlayCallback)
@@ -727,15 +731,15 @@ def train(
                 model.set_random_seed(config.seed + state["step"])  # fresh games, not a replay of the first ones
             model.set_logger(configure(str(out / "tb"), ["tensorboard"]))
             compile_ahead(config)
-            if state is None and config.pretrain_teacher:
+            if state is None and config.imitation.teacher:
                 run.wall_time += imitate(model, config, threads, progress)
             if state is None and (magnet := fix_magnet(model, config)):
                 print(f"magnet: {magnet}")
             callback = SelfPlayCallback(config, out, league, run, threads)
             callback.init_callback(model)  # learn() does it too, but a run already at total_steps never calls learn()
-            if state is None and config.pretrain_teacher:  # the run's start, to compare its bot with (imitation.pt)
+            if state is None and config.imitation.teacher:  # the run's start, to compare its bot with (imitation.pt)
                 save_checkpoint(callback.checkpoint(), out / IMITATION)
-                if config.eval_every and config.eval_start:
+                if config.evaluation.every and config.evaluation.start:
                     callback.evaluate()  # the imitation evaluated too: best.pt never scores below the run's start
             start_step, start_time = model.num_timesteps, time.time()
             remaining = max(0, config.total_steps - model.num_timesteps)
@@ -754,8 +758,8 @@ def train(
                 last_eval = run.evaluations[-1]["step"] if run.evaluations else -1
                 if (
                     not interrupted
-                    and config.eval_every
-                    and model.num_timesteps - last_eval >= model.n_envs * config.n_steps  # a rollout's steps
+                    and config.evaluation.every
+                    and model.num_timesteps - last_eval >= model.n_envs * config.ppo.n_steps  # a rollout's steps
                 ):
                     callback.evaluate()  # a final evaluation, unless the last one was in the last rollout
                 if run.model is None or run.step != model.num_timesteps:
@@ -763,7 +767,13 @@ def train(
             elapsed = time.time() - start_time
             sps = (model.num_timesteps - start_step) / elapsed if elapsed > 0 else 0.0
             return TrainResult(
-                model.num_timesteps, interrupted, sps, run.best_win_rate, out, callback.stop_signal, config.best_by
+                model.num_timesteps,
+                interrupted,
+                sps,
+                run.best_win_rate,
+                out,
+                callback.stop_signal,
+                config.evaluation.best_by,
             )
         finally:
             if getattr(model, "_logger", None) is not None:  # its TensorBoard writer's thread ends with it

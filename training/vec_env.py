@@ -28,13 +28,15 @@ class SB3VecEnv(VecEnv):
     row, those waiting with the no-op included. A finished game's info names its ``opponents`` (none in self-play:
     every other seat is the learner itself).
 
-    ``scale=True`` (the default) divides observations by the layout's ``scale``, as :class:`revolution_training.selfplay.SelfPlayEnv`
-    feeds PPO and as a saved policy reads them (``revolution_env.agents.checkpoint.PolicyAgent``)."""
+    ``scale=True`` (the default) divides observations by the layout's ``scale``, as
+    :class:`revolution_training.selfplay.SelfPlayEnv` feeds PPO and as a saved policy reads them
+    (``revolution_env.agents.checkpoint.PolicyAgent``)."""
 
     def __init__(self, venv: RevolutionVectorEnv | SelfPlayVectorEnv, scale: bool = True) -> None:
         if not isinstance(venv, (RevolutionVectorEnv, SelfPlayVectorEnv)):
             raise ValueError(
-                f"venv: expected a revolution_env.vector_env(...) or selfplay_vector_env(...), got {type(venv).__name__}"
+                "venv: expected a revolution_env.vector_env(...) or selfplay_vector_env(...), got "
+                f"{type(venv).__name__}"
             )
         if venv.mask_in_obs:
             raise ValueError("mask_in_obs: the SB3 adapter takes the masks from action_masks(); use mask_in_obs=False")
@@ -119,9 +121,9 @@ class SB3VecEnv(VecEnv):
 
 
 class TruncatedReward(VecEnvWrapper):
-    """Every env's final reward in a game cut at ``max_rounds`` replaced by ``reward`` (``TrainConfig.truncated_reward``),
-    whatever the standing, so that a learner cannot win by stalling. SB3 marks such a game in its info
-    (``TimeLimit.truncated``), whichever backend stepped it."""
+    """Every env's final reward in a game cut at ``max_rounds`` replaced by ``reward``
+    (``GameConfig.truncated_reward``), whatever the standing, so that a learner cannot win by stalling. SB3 marks
+    such a game in its info (``TimeLimit.truncated``), whichever backend stepped it."""
 
     def __init__(self, venv: VecEnv, reward: float) -> None:
         super().__init__(venv)

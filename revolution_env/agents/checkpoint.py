@@ -11,7 +11,9 @@ it, and loading one runs no code), with this metadata beside the weights:
 | `env_options`    | the rule options (normalised, defaults filled in) and the reward the policy was trained with |
 | `layout_hash`    | sha256 of the observation layout's feature table and the action ``nvec``                  |
 | `policy`         | `hidden` sizes, `activation`, `obs_size`, `nvec`, and the actor's `state_dict`; `action_mode`  |
-|                  | `"tokens"` for a policy trained in the token mode (absent: the bid mode)                  |
+|                  | `"tokens"` for a policy trained in the token mode (absent: the bid mode); `bid_head` for an |
+|                  | autoregressive bid head (absent: the factorised head); `critic`: the value network        |
+|                  | (`hidden`, `activation`, `state_dict`; absent from checkpoints written before it was kept)  |
 | `config`         | the training config                                                                       |
 | `step`           | learner steps trained                                                                     |
 | `wall_time`      | seconds of training behind it; `saved_at`: when it was written (UTC, ISO 8601)            |
@@ -21,10 +23,14 @@ it, and loading one runs no code), with this metadata beside the weights:
 The policy is the actor of an MLP policy: hidden layers with ``tanh`` (or ``relu``), then one logit per value of
 every action dimension (``sum(nvec)`` logits). Its input is the observation vector divided by the layout's
 ``scale``. Acting masks the logits with the action mask, then takes each dimension's most likely legal value
-(``deterministic=True``, the default) or samples one. A token-mode policy (``nvec = [n]``, the token mode's
-``Discrete(n)``; its observation ends with the bid under construction) plays a bid token by token, one forward
-pass per token, and hands it over as the bid mode's action: it plays in any game, as every agent does. The
-forward pass runs in numpy. torch is needed only to read the file (``pip install -e '.[torch]'``); writing checkpoints belongs to the training package.
+(``deterministic=True``, the default) or samples one. With an autoregressive bid head (``bid_head``,
+:class:`AutoregressiveChooser`) the last layer also gives the head's context, and each token's target is chosen
+given the tokens already placed. The critic (``critic``) is an MLP of the same input to one number, the value the
+policy's training reward expects from the observing seat (``PolicyAgent.value``). A token-mode policy
+(``nvec = [n]``, the token mode's ``Discrete(n)``; its observation ends with the bid under construction) plays a
+bid token by token, one forward pass per token, and hands it over as the bid mode's action: it plays in any game,
+as every agent does. The forward pass runs in numpy. torch is needed only to read the file
+(``pip install -e '.[torch]'``); writing checkpoints belongs to the training package.
 """
 
 from __future__ import annotations
@@ -200,27 +206,41 @@ def action_mode(checkpoint: Mapping[str, Any]) -> str:
 # --- playing -----------------------------------------------------------------------------------------------------
 
 
-class PolicyNet:
-    """The actor's weights as numpy arrays; ``logits(x)`` for one or a batch of scaled observations. In float64:
-    one observation and a batch go through different BLAS kernels, whose float32 roundings could tip an argmax
-    between near-equal logits; in float64 a game plays the same alone or in a batch (``evaluation.batched``)."""
+class Mlp:
+    """Dense layers ``layers.<i>`` of a ``state_dict`` as numpy arrays, the activation between them; ``__call__``
+    for one or a batch of inputs. In float64: one observation and a batch go through different BLAS kernels, whose
+    float32 roundings could tip an argmax between near-equal logits; in float64 a game plays the same alone or in
+    a batch (``evaluation.batched``)."""
 
-    def __init__(self, policy: Mapping[str, Any]) -> None:
-        state = policy["state_dict"]
-        n_layers = len(policy["hidden"]) + 1
+    def __init__(self, net: Mapping[str, Any]) -> None:
+        state = net["state_dict"]
+        n_layers = len(net["hidden"]) + 1
         self.weights = [_numpy(state[f"layers.{i}.weight"]).T.astype(np.float64) for i in range(n_layers)]
         self.biases = [_numpy(state[f"layers.{i}.bias"]).astype(np.float64) for i in range(n_layers)]
-        self.activation = ACTIVATIONS[policy["activation"]]
-        self.obs_size = int(policy["obs_size"])
-        self.nvec = np.asarray(policy["nvec"], dtype=np.int64)
-        if self.weights[0].shape[0] != self.obs_size or self.weights[-1].shape[1] != int(self.nvec.sum()):
-            raise ValueError("the policy's weights do not fit its obs_size and nvec")
+        self.activation = ACTIVATIONS[net["activation"]]
 
-    def logits(self, x: np.ndarray) -> np.ndarray:
+    def __call__(self, x: np.ndarray) -> np.ndarray:
         h = np.asarray(x, dtype=np.float64)
         for w, b in zip(self.weights[:-1], self.biases[:-1]):
             h = self.activation(h @ w + b)
         return h @ self.weights[-1] + self.biases[-1]
+
+
+class PolicyNet(Mlp):
+    """The actor's weights; ``logits(x)`` for one or a batch of scaled observations: ``sum(nvec)`` logits, then,
+    with an autoregressive bid head, its context (``bid_head``'s ``size`` values)."""
+
+    def __init__(self, policy: Mapping[str, Any]) -> None:
+        super().__init__(policy)
+        self.obs_size = int(policy["obs_size"])
+        self.nvec = np.asarray(policy["nvec"], dtype=np.int64)
+        head = policy.get("bid_head")
+        context = int(_numpy(head["embed"]).shape[1]) if head else 0
+        if self.weights[0].shape[0] != self.obs_size or self.weights[-1].shape[1] != int(self.nvec.sum()) + context:
+            raise ValueError("the policy's weights do not fit its obs_size and nvec")
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        return self(x)
 
 
 def _numpy(t: Any) -> np.ndarray:
@@ -258,6 +278,117 @@ class MaskedChooser:
         return action
 
 
+class AutoregressiveChooser:
+    """The autoregressive bid head's choices (``policy["bid_head"]``, the training side's
+    ``revolution_training.distributions.AutoregressiveBidHead``): the choice (dimension 0) as the factorised head
+    chooses it, then the tokens one after the other, each token's target from its own logits plus a term of the
+    tokens already placed::
+
+        hidden_k = tanh(context + sum of embed[type, target] over the tokens placed before k + position[k])
+        logits_k = logits[k] + hidden_k @ out[type of k]
+
+    ``context`` is the last ``size`` values of the policy's output. The mask of each token is the env's, and, where
+    it continues a run of tokens of one type with the same mask, no target before the previous token's (the
+    canonical order, as in the token mode: one sequence per bid, so that a bid's probability is its sequence's).
+    A token that a row does not hold (its mask allows 0 only, as outside bidding) adds nothing to the sum."""
+
+    def __init__(self, head: Mapping[str, Any], nvec: np.ndarray) -> None:
+        nvec = np.asarray(nvec, dtype=np.int64)
+        self.C, self.T, self.K = int(nvec[0]), int(nvec[1]), len(nvec) - 1
+        self.total = int(nvec.sum())
+        self.blocks = [int(b) for b in head["blocks"]]
+        self.embed = _numpy(head["embed"]).astype(np.float64)
+        self.position = _numpy(head["position"]).astype(np.float64)
+        self.out = _numpy(head["out"]).astype(np.float64)
+        types, size = len(self.blocks), self.embed.shape[1]
+        fits = (
+            head.get("kind") == "autoregressive"
+            and sum(self.blocks) == self.K
+            and (nvec[1:] == self.T).all()
+            and self.embed.shape == (types * self.T, size)
+            and self.position.shape == (self.K, size)
+            and self.out.shape == (types, size, self.T)
+        )
+        if not fits:
+            raise ValueError("the policy's bid_head does not fit its nvec")
+        self.type_of = np.repeat(np.arange(types), self.blocks)
+        self.continues = np.r_[False, self.type_of[1:] == self.type_of[:-1]]
+
+    def choose(self, logits: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
+        return self.choose_batch(np.asarray(logits)[None], np.asarray(mask)[None], rng)[0]
+
+    def choose_batch(self, logits: np.ndarray, masks: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
+        """Actions (n, D): each step's most likely legal value given the steps before (``rng`` None), or a bid
+        sampled step by step (Gumbel-max)."""
+        return self.run(logits, masks, rng=rng)[0]
+
+    def log_prob_batch(self, logits: np.ndarray, masks: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """The log-probability (n,) of each action, the sum of its steps' (in the canonical order: an action whose
+        tokens of a type are in another order is the same bid); ``-inf`` for an action the masks forbid."""
+        return self.run(logits, masks, actions=actions)[1]
+
+    def canonical(self, actions: np.ndarray, same: np.ndarray) -> np.ndarray:
+        """The tokens (n, K) sorted within each run of ``same`` (a token continuing the run of the one before)."""
+        run = np.cumsum(~same, axis=1)
+        return np.sort(run * (self.T + 1) + actions, axis=1) % (self.T + 1)
+
+    def run(
+        self,
+        logits: np.ndarray,
+        masks: np.ndarray,
+        rng: np.random.Generator | None = None,
+        actions: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The steps of the head over a batch: choosing (argmax, or sampling with ``rng``), or following
+        ``actions`` (their log-probability). Returns the actions (n, D) and their log-probabilities (n,)."""
+        C, T, K, total = self.C, self.T, self.K, self.total
+        logits = np.asarray(logits, dtype=np.float64)
+        masks = np.asarray(masks) != 0
+        n = len(logits)
+        z, context = logits[:, :total], logits[:, total:]
+        given = None if actions is None else np.asarray(actions, dtype=np.int64)
+        out = np.zeros((n, K + 1), dtype=np.int64)
+        out[:, 0], log_p = _pick(z[:, :C], masks[:, :C], rng, None if given is None else given[:, 0])
+        legal = masks[:, C:total].reshape(n, K, T)
+        placed = legal[:, :, 1:].any(2)
+        same = np.zeros((n, K), dtype=bool)
+        same[:, 1:] = self.continues[1:] & (legal[:, 1:] == legal[:, :-1]).all(2)
+        tokens = None if given is None else self.canonical(given[:, 1:], same)
+        prefix = np.zeros_like(context)
+        before = np.zeros(n, dtype=np.int64)
+        targets = np.arange(T)
+        for k in range(K):
+            allowed = legal[:, k] & (targets >= np.where(same[:, k], before, 0)[:, None])
+            chosen = None if tokens is None else tokens[:, k]
+            if (allowed.sum(1) > 1).any() or chosen is not None:
+                hidden = np.tanh(context + prefix + self.position[k])
+                step = z[:, C + k * T : C + (k + 1) * T] + hidden @ self.out[self.type_of[k]]
+                a, lp = _pick(step, allowed, rng, chosen)
+                log_p = log_p + lp
+            else:  # one legal value in every row: nothing to choose, nothing to draw
+                a = np.argmax(allowed, axis=1)
+            prefix = prefix + self.embed[self.type_of[k] * T + a] * placed[:, k, None]
+            out[:, k + 1] = before = a
+        return out, log_p
+
+
+def _pick(
+    logits: np.ndarray, legal: np.ndarray, rng: np.random.Generator | None, given: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """One categorical step over a batch: the value (``given``, else sampled with ``rng`` by Gumbel-max, else the
+    most likely legal one) and its masked log-probability (``-inf`` for a value the mask forbids)."""
+    scores = np.where(legal, logits, -np.inf)
+    top = scores.max(1, keepdims=True)
+    top[~np.isfinite(top)] = 0.0
+    log_p = scores - (top + np.log(np.exp(scores - top).sum(1, keepdims=True)))
+    if given is not None:
+        a = given
+    else:
+        a = np.argmax(scores if rng is None else scores + rng.gumbel(size=scores.shape), axis=1)
+        a[~legal.any(1)] = 0  # cannot happen with the env's masks; keep the action well formed anyway
+    return a, log_p[np.arange(len(a)), a]
+
+
 class PolicyAgent(Agent):
     """A trained policy playing by its mask: deterministic (argmax) or sampling (seeded by ``reset``). It reads
     and answers in the bid mode whatever mode it was trained in (a token-mode policy builds its bid token by
@@ -280,7 +411,29 @@ class PolicyAgent(Agent):
             )
         self.scale = layout.scale
         self.deterministic = deterministic
-        self.chooser = MaskedChooser(self.net.nvec)
+        head = policy.get("bid_head")
+        if head and self.tokens:
+            raise ValueError("the policy has a bid_head, which a token-mode policy never has")
+        self.chooser = AutoregressiveChooser(head, self.net.nvec) if head else MaskedChooser(self.net.nvec)
+        self.critic = _critic(policy, layout.size)
+
+    def value(self, observations: np.ndarray) -> np.ndarray:
+        """The critic's value of each bid-mode observation, as the environment gives them (``(n, size)``, or one
+        ``(size,)``: one number): the discounted return of the policy's training reward (``env_options["reward"]``
+        and the config's ``gamma``) that it expected, from the observing seat, in its training games. A checkpoint
+        without a critic raises ``ValueError``."""
+        if self.critic is None:
+            raise ValueError(f"{self.name}: this checkpoint carries no critic (written before checkpoints kept the "
+                             "value network; only the run's model zip has it)")  # fmt: skip
+        x = np.asarray(observations, dtype=np.float32)
+        one = x.ndim == 1
+        x = np.atleast_2d(x)
+        if x.shape[1] != self.layout.size:
+            raise ValueError(f"value: expected observations of {self.layout.size} features, got {x.shape[1]}")
+        if self.tokens:  # the token mode's observation ends with the bid under construction: none
+            x = np.concatenate([x, np.zeros((len(x), self.codec.T * 3), dtype=np.float32)], axis=1)
+        values = self.critic(x / self.scale)[:, 0]
+        return values[0] if one else values
 
     def act(self, observation: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
         if self.tokens:
@@ -330,6 +483,16 @@ class PolicyAgent(Agent):
         for j, i in enumerate(rows.tolist()):
             out[i] = codec.action_from_bid(building[j])
         return out
+
+
+def _critic(policy: Mapping[str, Any], size: int) -> Mlp | None:
+    """The policy's critic (``policy["critic"]``), None for a checkpoint without one."""
+    if "critic" not in policy:
+        return None
+    critic = Mlp(policy["critic"])
+    if critic.weights[0].shape[0] != size or critic.weights[-1].shape[1] != 1:
+        raise ValueError("the policy's critic does not fit its observation")
+    return critic
 
 
 def _short(nvec: Any) -> str:

@@ -1,10 +1,11 @@
 """Build an agent from a spec string: ``random``, a heuristic's name (or a held-out variant's), a checkpoint file, a
-mixture (``mix:``), or a checkpoint played with search over its bids (``search:PATH``, :mod:`.search`).
+mixture (``mix:``), a checkpoint played with search over its bids (``search:PATH``, :mod:`.search`), or a round's
+equilibrium searched for every seat (``equilibrium:[KEY=VALUE:]...POLICY``, :mod:`.equilibrium`).
 
 Specs are what the command line and the evaluation reports call agents. A checkpoint (a ``.pt`` file, or any
 existing file) is loaded by :mod:`.checkpoint` (torch reads the file; no training library is needed). It plays its
 most likely legal action, or samples from its masked distribution (a mixed strategy, seeded by the agent's
-``reset``) where the checkpoint says it is meant to play so (a run with ``eval_sample``: its ``policy["play"]`` is
+``reset``) where the checkpoint says it is meant to play so (a run with ``evaluation.sample``: its ``policy["play"]`` is
 ``sample``); ``:sample`` after the path (``checkpoints/two_players.pt:sample``) samples, ``:argmax`` takes the
 argmax, whatever the checkpoint says. ``mix:SPEC@W,SPEC@W`` draws
 the agent of each decision among several (:mod:`.mixture`).
@@ -18,6 +19,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from revolution_env.agents.base import Agent, RandomAgent
+from revolution_env.agents.equilibrium import PREFIX as EQUILIBRIUM
+from revolution_env.agents.equilibrium import is_equilibrium, load_equilibrium, parse_spec
 from revolution_env.agents.mixture import PREFIX as MIXTURE
 from revolution_env.agents.mixture import (
     is_meta,
@@ -62,7 +65,7 @@ def checkpoint_path(spec: str) -> str:
 
 
 def is_checkpoint(spec: str) -> bool:
-    if is_mixture(spec) or is_meta(spec) or is_search(spec):
+    if is_mixture(spec) or is_meta(spec) or is_search(spec) or is_equilibrium(spec):
         return False
     path = checkpoint_path(spec)
     return path.endswith(CHECKPOINT_SUFFIXES) or os.path.exists(path)
@@ -81,6 +84,9 @@ def display_name(spec: str, folder: bool = True) -> str:
         return rename_components(spec, lambda part: display_name(part, folder))
     if is_search(spec):
         return SEARCH + display_name(searched_spec(spec), folder)
+    if is_equilibrium(spec):
+        policy = _equilibrium_policy(spec)  # the options kept as written, the policy named as reports name it
+        return spec if policy == spec else spec[: len(spec) - len(policy)] + display_name(policy, folder)
     path = checkpoint_path(spec)
     if "/" not in path and os.sep not in path and not path.endswith(CHECKPOINT_SUFFIXES):
         return spec
@@ -89,6 +95,14 @@ def display_name(spec: str, folder: bool = True) -> str:
     stem = os.path.splitext(os.path.basename(path))[0]
     parent = os.path.basename(os.path.dirname(path)) if folder else ""
     return (f"{parent}/{stem}" if parent else stem) + sampling
+
+
+def _equilibrium_policy(spec: str) -> str:
+    """The policy an ``equilibrium:`` spec searches over (its options stripped), or the spec where it is malformed."""
+    try:
+        return parse_spec(spec)[1]
+    except ValueError:
+        return spec
 
 
 def spec_problem(spec: Any) -> str | None:
@@ -108,6 +122,17 @@ def spec_problem(spec: Any) -> str | None:
             return f"{spec!r}: expected {SEARCH}PATH, with PATH a policy checkpoint file that exists"
         if inner != checkpoint_path(inner):
             return f"{spec!r}: a search draws from the policy and takes its argmax itself: give {SEARCH}PATH alone"
+        return None
+    if is_equilibrium(spec):
+        try:
+            _, policy = parse_spec(spec)
+        except ValueError as exc:
+            return str(exc)
+        if policy not in known_specs() and (not is_checkpoint_file(policy) or policy != checkpoint_path(policy)):
+            return (
+                f"{spec!r}: expected {EQUILIBRIUM}[KEY=VALUE:]...POLICY, POLICY random, a heuristic or a policy "
+                "checkpoint file that exists (the search samples it and takes its argmax itself)"
+            )
         return None
     if spec in known_specs() or is_checkpoint_file(spec):
         return None
@@ -129,7 +154,8 @@ def load_agent(spec: str, **env_options: Any) -> Agent:
     ``"random"`` is :class:`RandomAgent`; a heuristic's name comes from
     ``revolution_env.agents.heuristics.HEURISTICS``; a ``.zip``/``.pt`` path or an existing file is a checkpoint
     (playing as it says, its argmax by default; ``PATH:sample`` samples, ``PATH:argmax`` takes the argmax);
-    ``mix:SPEC@W,SPEC@W`` is a :class:`.mixture.MixtureAgent`; ``search:PATH`` a :class:`.search.SearchAgent`.
+    ``mix:SPEC@W,SPEC@W`` is a :class:`.mixture.MixtureAgent`; ``search:PATH`` a :class:`.search.SearchAgent`;
+    ``equilibrium:...`` an :class:`.equilibrium.EquilibriumAgent`.
     An unknown spec raises ``ValueError`` listing the known names.
     """
     if not isinstance(spec, str) or not spec:
@@ -147,8 +173,13 @@ def load_agent(spec: str, **env_options: Any) -> Agent:
         if (problem := spec_problem(spec)) is not None:
             raise ValueError(problem)
         return load_search(spec, load_checkpoint_agent, **env_options)
+    if is_equilibrium(spec):
+        if (problem := spec_problem(spec)) is not None:
+            raise ValueError(problem)
+        return load_equilibrium(spec, load_agent, lambda name: name in known_specs(), **env_options)
     if is_checkpoint(spec):
         return load_checkpoint_agent(spec, **env_options)
     raise ValueError(
-        f"unknown agent spec {spec!r} (known: {', '.join(known_specs())}, a checkpoint file .zip/.pt, optionally with {SAMPLING} or {ARGMAX}, {MIXTURE}SPEC@W,SPEC@W,... or {SEARCH}PATH)"
+        f"unknown agent spec {spec!r} (known: {', '.join(known_specs())}, a checkpoint file .zip/.pt, optionally "
+        f"with {SAMPLING} or {ARGMAX}, {MIXTURE}SPEC@W,SPEC@W,..., {SEARCH}PATH or {EQUILIBRIUM}[KEY=VALUE:]...POLICY)"
     )

@@ -10,15 +10,15 @@ revolution eval --players 2 --gauntlet "mix:checkpoints/two_players.pt@0.5,value
 revolution exploit "mix:checkpoints/two_players.pt,value"
 ```
 
-The spec is ``mix:`` and then agent specs (``random``, a heuristic, a checkpoint, ``PATH:sample``) separated by
-commas, each with an optional weight after ``@`` (1 where none is given; the weights are normalised), so a
-component's own spec cannot hold a comma or an ``@`` (a path with one is split there, and fails as a spec that
-does not exist or a malformed weight). A deterministic policy in a game of secret simultaneous bids can be read and
-outbid (``revolution exploit`` beats the shipped two-player bot in every game); drawing the agent of every decision
-anew gives a best response a distribution over whole bids to answer, not one bid it can predict. The agents of this repository keep no state between decisions,
-so any of them can take over at any decision. That does not make two strategies mix well: the two-player bot
-mixed with ``value`` (0.8, 0.2) won 46% against ``value`` where the bot alone wins 84%, and a best response still
-beat the mixture 98% (README, "Results").
+The spec is ``mix:`` and then agent specs (``random``, a heuristic, a checkpoint, ``PATH:sample``) separated by commas,
+each with an optional weight after ``@`` (1 where none is given; the weights are normalised), so a component's own spec
+cannot hold a comma or an ``@`` (a path with one is split there, and fails as a spec that does not exist or a malformed
+weight). A deterministic policy in a game of secret simultaneous bids can be read and outbid (``revolution exploit``
+beats the shipped two-player bot in every game); drawing the agent of every decision anew gives a best response a
+distribution over whole bids to answer, not one bid it can predict. The agents of this repository keep no state between
+decisions, so any of them can take over at any decision. That does not make two strategies mix well: the two-player bot
+mixed with ``value`` (0.8, 0.2) won less often against ``value`` than the bot alone, and a best response still beat the
+mixture nearly always (``docs/experiments.md``, "Mixing with value").
 """
 
 from __future__ import annotations

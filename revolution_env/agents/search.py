@@ -19,7 +19,7 @@ actions and lets a small equilibrium computation at each decision pick a mixture
 4. The bid is drawn from our **average strategy** (seeded by ``reset``).
 
 Every other decision (Guy, the Spy, the Apothecary, Remove) is the policy's most likely action. The search runs
-in NumPy, a few milliseconds a bid (about 0.4 s a two-player game against 0.1 s for the policy alone).
+in NumPy, several times slower a game than the policy alone (``docs/experiments.md``, "Search over a round's bids").
 ``docs/experiments.md`` ("Search over a round's bids") has what it gains, against which opponents, and what a
 best response makes of it.
 """

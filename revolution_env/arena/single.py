@@ -1,23 +1,5 @@
-"""``revolution_env.gym_env``: one seat of a game for a single learner, the other seats played by agents.
-
-| property    | value                                                                                             |
-|-------------|---------------------------------------------------------------------------------------------------|
-| id          | ``Revolution-v2`` (``gymnasium.make("revolution_env:Revolution-v2", players=3, opponents=[...])``)  |
-| observation | the learner's observation vector, raw counts: a float32 ``Box`` whose bounds hold every observation (``ObservationLayout.bounds``); ``mask_in_obs=True``: a ``Dict`` of ``"observation"`` and ``"action_mask"`` |
-| action      | ``MultiDiscrete(nvec)`` (``MaskedMultiDiscrete``, whose ``sample`` takes the flat mask), or ``Discrete(n)`` with ``action_mode="tokens"`` (a bid placed token by token, ``revolution_env.env.tokens``) |
-| mask        | ``action_masks()`` (flat bool, MaskablePPO's form) and ``info["action_mask"]``                     |
-| reward      | the learner seat's own: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``                 |
-| episode     | one game: ``terminated`` when it is over (or ended by an illegal action), ``truncated`` at ``max_rounds`` |
-
-``opponents``: one agent spec (``"random"``, a heuristic's name, a checkpoint path) or ``Agent`` for every other
-seat, a list of them (one per other seat, in seat order), or a league, whose ``sample(rng, slot) -> (name, agent)``
-picks each new game's opponents (``revolution_env.arena.opponents``); default: ``value``, the strongest heuristic,
-in every other seat.
-``seat=None`` draws the learner's seat each episode. One ``step`` is one decision of the learner's: the opponents
-act until the learner is asked again. The step that ends the game carries ``seat``, ``opponents`` (their names),
-``won``, ``support`` and ``rounds`` in its info. Every other option is the environment's (``players``,
-``reward``, ``illegal``, the rules). An illegal action ends the game with -1 (``illegal="terminate"``, the
-default, and ``info["illegal_action"] = 1``) or raises ``IllegalActionError`` (``illegal="raise"``).
+"""``revolution_env.gym_env``: one seat of a game for a single learner, the other seats played by agents
+(:func:`gym_env` says what it takes and gives).
 """
 
 from __future__ import annotations
@@ -37,7 +19,7 @@ from revolution_env.env.encoding import IllegalActionError
 
 
 class SingleAgentEnv(gymnasium.Env):
-    """One seat of a Revolution! game for a learner (see the module documentation)."""
+    """One seat of a Revolution! game for a learner (:func:`gym_env` documents it)."""
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
 
@@ -184,7 +166,35 @@ def gym_env(
     mask_in_obs: bool = False,
     **options: Any,
 ) -> SingleAgentEnv:
-    """The single-agent Gymnasium env (module documentation); also ``gymnasium.make("revolution_env:Revolution-v2")``."""
+    """One seat of a game for a single learner, the other seats played by agents: a ``gymnasium.Env``, also
+    ``gymnasium.make("revolution_env:Revolution-v2", players=3, opponents=[...])``.
+
+    ``opponents``: one agent spec (``"random"``, a heuristic's name, a checkpoint path, a ``mix:`` mixture, a
+    ``search:PATH``; :func:`~revolution_env.load_agent`) or ``Agent`` for every other seat, a list of them (one per
+    other seat, in seat order), or a league, whose ``sample(rng, slot) -> (name, agent)`` picks each new game's
+    opponents (``revolution_env.arena.opponents``); default: ``value``, the strongest heuristic, in every other
+    seat. ``seat=None`` draws the learner's seat each episode. Every other option is :func:`~revolution_env.env`'s.
+
+    observation
+        The learner's observation vector, raw counts: a float32 ``Box`` whose bounds hold every observation
+        (``ObservationLayout.bounds``); with ``mask_in_obs=True`` a ``Dict`` of ``"observation"`` and
+        ``"action_mask"``.
+    action
+        ``MultiDiscrete(nvec)`` (``MaskedMultiDiscrete``, whose ``sample`` takes the flat mask), or ``Discrete(n)``
+        with ``action_mode="tokens"`` (a bid placed token by token, ``revolution_env.env.tokens``).
+    mask
+        ``action_masks()`` (flat bool, MaskablePPO's form; through ``gymnasium.make``,
+        ``env.unwrapped.action_masks()``) and ``info["action_mask"]``.
+    step
+        One decision of the learner's: the opponents act until the learner is asked again. The step that ends the
+        game carries ``seat``, ``opponents`` (their names), ``won``, ``support`` and ``rounds`` in its info.
+    reward
+        The learner seat's own: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``.
+    episode
+        One game: ``terminated`` when it is over (or ended by an illegal action: -1 and
+        ``info["illegal_action"] == 1`` with ``illegal="terminate"``, the default; ``IllegalActionError`` with
+        ``illegal="raise"``), ``truncated`` at ``max_rounds``.
+    """
     return SingleAgentEnv(players, opponents, seat, mask_in_obs, **options)
 
 

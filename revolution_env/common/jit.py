@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -50,37 +51,30 @@ try:  # pragma: no cover - which branch runs depends on the install
         options = {} if refcounts else {"_nrt": False}
         dispatcher = numba.njit(cache=True, nogil=True, inline="always" if inline else "never", **options)(f)
         compile_now = dispatcher.compile  # every compilation or cache load of a signature, from Python or from
+        folder = os.path.dirname(os.path.abspath(dispatcher.py_func.__code__.co_filename))  # another's typing
 
-        def compile(signature):  # another compiled function's typing
-            if not DEFER_SIGNALS:
-                return compile_now(signature)
-            with stop_signals_deferred():
+        def compile(signature):
+            with (
+                _COMPILING,
+                _cache_lock(folder),
+                stop_signals_deferred() if DEFER_SIGNALS else contextlib.nullcontext(),
+            ):
                 return compile_now(signature)
 
         dispatcher.compile = compile
-        dispatcher._cache._cache_file.__class__ = _LockedCacheFile  # the same files, read and written under a lock
         return dispatcher
 
-    from numba.core.caching import IndexDataCacheFile
-
-    class _LockedCacheFile(IndexDataCacheFile):
-        """Numba's cache of one function (its index file and a data file per signature), read under a shared lock
-        and written under an exclusive one on its folder. Numba's own saving is not safe between processes
-        (numba/numba#4807, open): two processes that save two signatures of a function at once can both read the
-        index before either writes it and both pick the same data file, so that the index left names one
-        signature's machine code for the other; a process that loads it runs code compiled for other argument
-        types. Here the background build of the compiled bots (``agents.build_bots``) fills the cache while the
-        main job compiles what it needs, and two test workers start on an empty cache together: the likely cause of
-        the rare crash of a test that interrupts the main job (SIGSEGV in the compiled bots, 1 run in 28 from empty
-        caches; ``tests/test_jit.py`` forces the race and shows the corruption without the lock)."""
-
-        def save(self, key, data):
-            with _folder_lock(self._cache_path, exclusive=True):
-                super().save(key, data)
-
-        def load(self, key):
-            with _folder_lock(self._cache_path, exclusive=False):
-                return super().load(key)
+    # Numba's cache is not safe between processes (numba/numba#4807, open): two processes that save two signatures of
+    # one function at once can both read its index before either writes it and both pick the same data file, so that
+    # the index left names one signature's machine code for the other, and a process that loads it runs code compiled
+    # for other argument types. Here the background build of the compiled bots fills the cache while the main job
+    # compiles what it needs, and test workers start on an empty cache together (tests/test_jit.py forces the race).
+    # So every compilation or cache load of a signature (``Dispatcher.compile``, Numba's public method) holds an
+    # exclusive lock between processes on its module's folder: a second process waits, then loads what the first
+    # saved. A function's typing compiles the functions it calls, which lie in its own layer or lower ones, so the
+    # locks are taken in the order of the layers and two processes never wait on each other. Within a process one
+    # lock, taken before Numba's own, keeps threads from waiting on each other in the opposite order.
+    _COMPILING = threading.RLock()
 
     from numba.core import cgutils, types
     from numba.extending import intrinsic
@@ -140,8 +134,8 @@ def in_parts(n: int, call: Callable[[int, int], R], minimum: int | None = None) 
     at least ``minimum`` rows (default ``PARALLEL_ROWS``), where Numba compiles and the caller is not a thread of
     that pool (which must not wait on the pool it occupies); else ``call(0, n)`` alone. For compiled loops that
     release the GIL (every ``jit`` function does: ``nogil``) and write only their rows, so that the parts give what
-    one call over every row gives (the batched engine's steps, observations and masks: a 4,096-game step of the
-    vector env with random opponents 1.3x as fast on two cores). Returns each part's result, in order; a part's
+    one call over every row gives (the batched engine's steps, observations and masks: faster on two cores from a
+    few thousand rows on, as measured in ``docs/experiments.md``). Returns each part's result, in order; a part's
     error is raised once every part has finished."""
     minimum = PARALLEL_ROWS if minimum is None else minimum
     parts = min(opponent_threads(), n // max(1, minimum)) if COMPILED and not in_thread_pool() else 1
@@ -151,20 +145,33 @@ def in_parts(n: int, call: Callable[[int, int], R], minimum: int | None = None) 
     return side_by_side([functools.partial(call, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])])
 
 
+_HELD: dict[str, int] = {}  # folder -> how many compilations of this process are inside its lock
+
+
 @contextlib.contextmanager
-def _folder_lock(path: str, exclusive: bool) -> Iterator[None]:
-    """An advisory lock (``flock``) on the folder ``path`` for the block, shared or exclusive, between processes;
-    none where the folder does not exist yet or the platform or file system has no such lock."""
+def _cache_lock(folder: str) -> Iterator[None]:
+    """An exclusive advisory lock (``flock``) between processes on the folder of a module whose functions compile,
+    for the block; taken once by a process however deep its compilations nest (under ``_COMPILING``, so one thread
+    at a time). None where the platform or the file system has no such lock: as Numba does on its own."""
+    if _HELD.get(folder):
+        _HELD[folder] += 1
+        try:
+            yield
+        finally:
+            _HELD[folder] -= 1
+        return
     try:
         import fcntl
 
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(folder, os.O_RDONLY)
     except (ImportError, OSError):
         yield
         return
     try:
-        with contextlib.suppress(OSError):  # a file system without flock: as Numba does on its own
-            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        _HELD[folder] = 1
         yield
     finally:
+        _HELD.pop(folder, None)
         os.close(fd)  # releases the lock

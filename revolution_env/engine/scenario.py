@@ -377,8 +377,12 @@ def _priority(game: Game, spec: dict[str, Any], bids: np.ndarray, r: int) -> int
         raise ScenarioError(f"expected seat 0 or 1, got {given!r}", round=r, field="priority")
     ruled = priority_by_rule(clean_bids(bids, L)[0], L)
     if ruled is None and given is None:
-        raise ScenarioError("required: Scheming Gold and the strongest bids are equal, so priority comes to the coin"
-                            " flip (D9); give the seat that places Guy's first bid", round=r, field="priority")  # fmt: skip
+        raise ScenarioError(
+            "required: Scheming Gold and the strongest bids are equal, so priority comes to the coin"
+            " flip (D9); give the seat that places Guy's first bid",
+            round=r,
+            field="priority",
+        )
     if ruled is not None and given is not None and given != ruled:
         raise ScenarioError(f"seat {given} contradicts the rule (D9), which gives seat {ruled} priority", round=r,
                             field="priority")  # fmt: skip

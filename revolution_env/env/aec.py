@@ -15,8 +15,8 @@ from revolution_env.env.encoding import IllegalActionError
 
 
 class raw_env(CoreAccess, AECEnv):
-    """Revolution! as an AEC environment (see the package docstring of ``revolution_env.env``). An illegal action
-    raises :class:`IllegalActionError` before anything changes."""
+    """Revolution! as an AEC environment without wrappers. It takes the options of :func:`env`, ``illegal`` only as
+    ``"raise"``: an illegal action raises :class:`IllegalActionError` before anything changes."""
 
     metadata = {"name": ENV_NAME, "render_modes": list(RENDER_MODES), "is_parallelizable": False, "render_fps": 1}
 
@@ -139,9 +139,48 @@ class OrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):
 
 
 def env(**options: Any) -> AECEnv:
-    """The AEC environment with PettingZoo's usual safety wrappers. ``illegal="terminate"`` (default): an illegal
-    action ends the game with -1 to the offender and 0 to the others; ``illegal="raise"``: it raises
-    :class:`IllegalActionError`. Calls out of order raise."""
+    """Revolution! as a PettingZoo AEC environment, with PettingZoo's usual safety wrappers (calls out of order
+    raise).
+
+    Also ``pettingzoo.make("aec", "revolution_v2", **options)`` once ``revolution_env`` is imported. Agents are
+    ``player_0`` ... ``player_{n-1}``; each is asked one decision at a time (``infos[agent]["decision"]``, a
+    :class:`~revolution_env.Decision`), acts with a masked ``MultiDiscrete`` (the flat mask is
+    ``observation["action_mask"]``) and observes a ``Dict`` of a float32 vector and that mask. The interface in
+    full (decisions, the action encoding, masks, observations, rewards, versions) is docs/environment.md.
+
+    Options, taken by :func:`~revolution_env.parallel_env`, :func:`~revolution_env.gym_env`,
+    :func:`~revolution_env.vector_env` and :func:`~revolution_env.selfplay_vector_env` too; all are keywords with
+    defaults, and an unknown option or a bad value raises ``ValueError`` naming it:
+
+    ``players``
+        2 (the puppet variant: Guy Fawkes is a seat that the rules play, not an agent), 3 (default) or 4.
+    ``bid_refunds``
+        ``True`` or ``False``. Always on with 2 players and in the first edition (``False`` is refused there);
+        off by default otherwise.
+    ``area_control_bonus``
+        ``True`` or ``False`` (default).
+    ``first_edition``
+        ``True`` or ``False`` (default): the first edition's Card space and its deck.
+    ``max_rounds``
+        1 to 2**24 (a float32 observation holds the round exactly up to there); default 100. A game not over at
+        the end of that round is truncated and scored as it stands (D8).
+    ``reward``
+        ``"win_loss"`` (default: at the end, +1 to every winner and -1 to the others) or ``"margin"`` (at the end,
+        the player's final support minus the best other seat's, divided by 100).
+    ``board``
+        ``"standard"`` (default), another name in ``revolution_env/data/boards/``, or the path of a board JSON file.
+    ``render_mode``
+        ``None`` (default), ``"ansi"`` (text), ``"human"`` (prints the text) or ``"rgb_array"`` (a picture of the
+        town, the support track, the holdings and the round's bids).
+    ``illegal``
+        ``"terminate"`` (default, PettingZoo classic's convention: an illegal action ends the game, -1 to the
+        offender and 0 to the others, ``infos[offender]["illegal_action"] == 1``) or ``"raise"``
+        (:class:`~revolution_env.IllegalActionError` before anything changes). :func:`raw_env` always raises.
+    ``action_mode``
+        ``"bid"`` (default: the masked ``MultiDiscrete``, a whole bid in one action) or ``"tokens"`` (a masked
+        ``Discrete`` action that places a bid one token at a time, for libraries that mask only ``Discrete``
+        actions: Tianshou, DQN-style learners, tree search).
+    """
     illegal = EnvConfig.from_options(options).illegal  # checks every option before anything is built
     raw = raw_env(**{k: v for k, v in options.items() if k != "illegal"})
     inner = TerminateIllegalWrapper(raw) if illegal == "terminate" else raw

@@ -93,8 +93,9 @@ class Codec:
         if a is None or a.shape != self.nvec.shape or a.dtype.kind not in "iu":
             shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
             raise IllegalActionError(
-                f"{agent}: expected an integer array of shape {tuple(self.nvec.shape)} (MultiDiscrete {self.nvec[:2].tolist()}"
-                f" + ...), got {type(action).__name__} of dtype {dtype} and shape {shape}"
+                f"{agent}: expected an integer array of shape {tuple(self.nvec.shape)} "
+                f"(MultiDiscrete {self.nvec[:2].tolist()} + ...), got {type(action).__name__} of dtype {dtype} "
+                f"and shape {shape}"
             )
         a = a.astype(np.int64, copy=False)
         # one unsigned comparison catches values below 0 and past the dimension's size
@@ -171,7 +172,8 @@ class Codec:
     # --- people ------------------------------------------------------------------------------------------------
 
     def describe(self, action: Any, game: Game, seat: int, kind: str) -> str:
-        """A readable form of an action, e.g. ``bid: 1 force Printer, 3 gold Priest`` or ``spy: P1's cube in Tavern``."""
+        """A readable form of an action, e.g. ``bid: 1 force Printer, 3 gold Priest`` or ``spy: P1's cube in
+        Tavern``."""
         a = np.asarray(action, dtype=np.int64)
         if kind == NONE:
             return "none"

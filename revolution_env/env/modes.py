@@ -4,12 +4,12 @@ token mode (a ``Discrete`` action, the bid placed one token at a time, ``tokens.
 scalar :class:`~revolution_env.env.core.Core` and the vector env compose, built by :func:`action_mode`.
 
 A mode serves ``rows`` deciders: the seats of one game (``Core``), or the rows of a batch (the learner's seat in each
-game of the vector env, every seat of every game in the self-play vector env). It owns the action space and the mask size; checking an action (its shape and type, its
-legality against the mask, and the text that says why it is illegal); the mask of a decision; turning an action
-into an engine move (a whole bid, or one token placed into the bid under construction, complete or not, and a
-choice); the observation features it adds (the bid under construction); the mask of a seat with nothing to decide,
-which is also that of a finished game. Each has a scalar form (one row) and a batched form (``*_many``: many rows at
-once, from a :class:`~revolution_env.env.batched.BatchedView` and its ``BatchedGame``).
+game of the vector env, every seat of every game in the self-play vector env). It owns the action space and the mask
+size; checking an action (its shape and type, its legality against the mask, and the text that says why it is illegal);
+the mask of a decision; turning an action into an engine move (a whole bid, or one token placed into the bid under
+construction, complete or not, and a choice); the observation features it adds (the bid under construction); the mask of
+a seat with nothing to decide, which is also that of a finished game. Each has a scalar form (one row) and a batched
+form (``*_many``: many rows at once, from a :class:`~revolution_env.env.batched.BatchedView` and its ``BatchedGame``).
 """
 
 from __future__ import annotations

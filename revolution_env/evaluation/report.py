@@ -1,7 +1,9 @@
 """Write an evaluation out: results.json, games.jsonl, report.md and plots; print its table.
 
 Every file is written to a temporary name beside it and then renamed, so an interrupted run leaves the old file
-or the new one, never half of one.
+or the new one, never half of one. An interrupted evaluation's files are those of the games played so far, marked
+partial (``complete`` false in results.json, a line at the top of report.md); while it plays, games.jsonl is
+its journal (:mod:`.journal`), and evaluation.json says what it is.
 """
 
 from __future__ import annotations
@@ -20,28 +22,17 @@ from revolution_env.evaluation.stats import RATING_ORDERS
 RESULTS = "results.json"
 GAMES = "games.jsonl"
 REPORT = "report.md"
+MANIFEST = "evaluation.json"
+INDEX = "game"  # the key of a game's index on its line of games.jsonl
 WIN_RATES_PLOT = "win_rates.png"
 HEAD_TO_HEAD_PLOT = "head_to_head.png"
 GAUNTLET_PLOT = "gauntlet.png"
-OUTPUTS = (RESULTS, GAMES, REPORT, WIN_RATES_PLOT, HEAD_TO_HEAD_PLOT, GAUNTLET_PLOT)  # what write_all may write
-
-
-def check_out(out: str | Path, force: bool) -> None:
-    """Refuse an ``--out`` that is a file, or that holds a previous evaluation (unless ``force``): one evaluation
-    per folder, so that a report never sits beside another evaluation's plots."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out: {out} is a file, not a folder")
-    previous = [name for name in OUTPUTS if (out / name).exists()]
-    if previous and not force:
-        raise ValueError(
-            f"--out: {out} holds a previous evaluation ({', '.join(previous)}); pass --force to replace it, "
-            "or give another folder"
-        )
+PLOTS = (WIN_RATES_PLOT, HEAD_TO_HEAD_PLOT, GAUNTLET_PLOT)
+OUTPUTS = (RESULTS, GAMES, REPORT, MANIFEST, *PLOTS)  # what an evaluation may write in its folder
 
 
 def remove_outputs(out: Path) -> None:
-    """A previous evaluation's files, results.json first (its presence means a complete evaluation)."""
+    """A previous evaluation's files, results.json first."""
     for name in OUTPUTS:
         (out / name).unlink(missing_ok=True)
 
@@ -59,9 +50,17 @@ def write_results(evaluation: Evaluation, out: str | Path) -> Path:
     return path
 
 
+def game_line(index: int, result: Any) -> str:
+    """A game's line in games.jsonl: its index in the evaluation first (its seed and seats come from it), then its
+    result, with the game as a scenario."""
+    return json.dumps({INDEX: index, **result.to_dict()})
+
+
 def write_games(evaluation: Evaluation, out: str | Path) -> Path:
+    """games.jsonl: a line per game, in game order, each with its index in the evaluation (``game``)."""
     path = Path(out) / GAMES
-    write_atomic(path, lambda fh: fh.writelines(json.dumps(r.to_dict()) + "\n" for r in evaluation.all_results()))
+    pairs = sorted(zip(evaluation.all_indices(), evaluation.all_results()), key=lambda pair: pair[0])
+    write_atomic(path, lambda fh: fh.writelines(game_line(i, r) + "\n" for i, r in pairs))
     return path
 
 
@@ -101,7 +100,7 @@ def print_table(evaluation: Evaluation, console: Any = None) -> None:
     if not console.is_terminal:
         print(markdown_tables(evaluation))
         return
-    title = f"{evaluation.mode}: {evaluation.players} players, {len(evaluation.results)} games, seed {evaluation.seed}"
+    title = _title(evaluation)
     table = Table(title=title, box=box.SIMPLE_HEAVY)
     for i, column in enumerate(SHORT_COLUMNS):
         table.add_column(column, justify="left" if i == 0 else "right", no_wrap=True)
@@ -119,9 +118,19 @@ def print_table(evaluation: Evaluation, console: Any = None) -> None:
         console.print(h2h)
 
 
+def _title(evaluation: Evaluation) -> str:
+    title = f"{evaluation.mode}: {evaluation.players} players, {len(evaluation.results)} games, seed {evaluation.seed}"
+    return title if evaluation.complete else f"{title} ({partial(evaluation)})"
+
+
+def partial(evaluation: Evaluation) -> str:
+    """What an interrupted evaluation's files say it is."""
+    return f"partial: interrupted after {len(evaluation.all_results()):,} of {evaluation.planned:,} games"
+
+
 def markdown_tables(evaluation: Evaluation) -> str:
     """The agents' table (and the head-to-head matrix of a pool) as Markdown: no width limit."""
-    title = f"{evaluation.mode}: {evaluation.players} players, {len(evaluation.results)} games, seed {evaluation.seed}"
+    title = _title(evaluation)
     parts = [title, "", _markdown_table(list(COLUMNS), table_rows(evaluation))]
     if evaluation.head_to_head is not None:
         names = ranked(evaluation)
@@ -163,6 +172,14 @@ def markdown(evaluation: Evaluation, command: str | None = None, plots: list[str
         f"{len(evaluation.results)} games ({evaluation.games} per lineup, rotated over every seat order{uneven}), "
         f"seed {evaluation.seed}; rules: {options}. Chance is {1 / evaluation.players:.3f}.",
         "",
+    ]
+    if not evaluation.complete:
+        parts += [
+            f"**{partial(evaluation).capitalize()}**: the tables are those of the games played so far. The same "
+            "command continues the evaluation where it stopped.",
+            "",
+        ]
+    parts += [
         _markdown_table(list(COLUMNS), table_rows(evaluation)),
         "",
         "A win shared by k players counts 1/k. Margin: final support minus the best other seat's (the puppet "
@@ -224,21 +241,20 @@ def gauntlet_markdown(evaluation: Evaluation) -> str:
 
 
 def _tables_markdown(g: dict[str, Any]) -> str:
+    """A gauntlet's tables, worst first (those not played yet, in a partial evaluation, last)."""
     rows = [
-        (", ".join(t["opponents"]), str(t["games"]), f"{t['win_rate']:.3f}",
+        (", ".join(t["opponents"]), str(t["games"]), _rate(t["win_rate"]),
          f"[{t['win_rate_ci95'][0]:.3f}, {t['win_rate_ci95'][1]:.3f}]")
-        for t in sorted(g["tables"], key=lambda t: (t["win_rate"], t["opponents"]))
+        for t in sorted(g["tables"], key=lambda t: (t["win_rate"] is None, t["win_rate"] or 0, t["opponents"]))
     ]  # fmt: skip
     worst = g["worst"]
-    low, high = worst["win_rate_ci95"]
-    return "\n".join(
-        [
-            f"**{g['agent']}: worst table {', '.join(worst['opponents'])}, {worst['win_rate']:.3f} "
-            f"[{low:.3f}, {high:.3f}]** (chance {g['chance']:.3f}).",
-            "",
-            _markdown_table(["opponents", "games", f"{g['agent']} win rate", "95% CI"], rows),
-        ]
-    )
+    if worst is None:
+        headline = f"**{g['agent']}: no table played yet** (chance {g['chance']:.3f})."
+    else:
+        low, high = worst["win_rate_ci95"]
+        headline = (f"**{g['agent']}: worst table {', '.join(worst['opponents'])}, {worst['win_rate']:.3f} "
+                    f"[{low:.3f}, {high:.3f}]** (chance {g['chance']:.3f}).")  # fmt: skip
+    return "\n".join([headline, "", _markdown_table(["opponents", "games", f"{g['agent']} win rate", "95% CI"], rows)])
 
 
 def held_out_markdown(evaluation: Evaluation) -> str:
@@ -291,10 +307,9 @@ def plot_gauntlet(evaluation: Evaluation, out: str | Path) -> Path:
                 if not np.isnan(grid[i, j]):
                     ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=9)
         fig.colorbar(image, ax=ax, fraction=0.046)
-        worst = g["worst"]
+        worst = "none played yet" if g["worst"] is None else f"{g['worst']['win_rate']:.2f}"
         ax.set_title(
-            f"{g['agent']}: win rate per table{', ' + label if label else ''}\n"
-            f"worst {worst['win_rate']:.2f}, chance {g['chance']:.2f}",
+            f"{g['agent']}: win rate per table{', ' + label if label else ''}\nworst {worst}, chance {g['chance']:.2f}",
             fontsize=10,
         )
     fig.tight_layout()
@@ -304,24 +319,29 @@ def plot_gauntlet(evaluation: Evaluation, out: str | Path) -> Path:
     return path
 
 
+def _or_nan(rate: float | None) -> float:
+    return math.nan if rate is None else rate
+
+
 def _gauntlet_grid(g: dict[str, Any], players: int) -> tuple[np.ndarray, list[str], list[str]]:
     """A gauntlet's win rates as a grid with its row and column names: opponent by opponent in three players (a
     symmetric grid); in four, a row per pair of opponents and a column per third one (each table once, where the
     third comes no earlier than the second); one row of tables in two."""
     tables = g["tables"]
     if players == 2:
-        return np.array([[t["win_rate"] for t in tables]]), [g["agent"]], [" + ".join(t["opponents"]) for t in tables]
+        rates = [[_or_nan(t["win_rate"]) for t in tables]]
+        return np.array(rates, dtype=float), [g["agent"]], [" + ".join(t["opponents"]) for t in tables]
     names = list(dict.fromkeys(o for t in tables for o in t["opponents"]))
     if players == 3:
         grid = np.full((len(names), len(names)), np.nan)
         for t in tables:
             i, j = (names.index(o) for o in t["opponents"])
-            grid[i, j] = grid[j, i] = t["win_rate"]
+            grid[i, j] = grid[j, i] = _or_nan(t["win_rate"])
         return grid, names, names
     pairs = list(dict.fromkeys(tuple(t["opponents"][:-1]) for t in tables))
     grid = np.full((len(pairs), len(names)), np.nan)
     for t in tables:
-        grid[pairs.index(tuple(t["opponents"][:-1])), names.index(t["opponents"][-1])] = t["win_rate"]
+        grid[pairs.index(tuple(t["opponents"][:-1])), names.index(t["opponents"][-1])] = _or_nan(t["win_rate"])
     return grid, [" + ".join(pair) for pair in pairs], names
 
 
@@ -400,17 +420,24 @@ def plot_head_to_head(evaluation: Evaluation, out: str | Path) -> Path:
     return path
 
 
-def write_all(evaluation: Evaluation, out: str | Path, command: str | None = None) -> list[Path]:
-    """Every output into ``out`` (created if needed); results.json last, so that its presence means done."""
+def write_all(evaluation: Evaluation, out: str | Path, command: str | None = None, games: bool = True) -> list[Path]:
+    """Every output into ``out`` (created if needed): games.jsonl (unless ``games`` is False: an interrupted
+    evaluation's journal holds them already), the plots, report.md, and results.json last, whose ``complete`` says
+    whether the evaluation is done. A plot that this evaluation does not draw (another's) is removed: it would be
+    stale."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    remove_outputs(out)  # a previous evaluation's plot that this one does not draw would be stale
-    plots = [plot_win_rates(evaluation, out)]
+    draws = {WIN_RATES_PLOT: plot_win_rates}
     if evaluation.head_to_head is not None:
-        plots.append(plot_head_to_head(evaluation, out))
+        draws[HEAD_TO_HEAD_PLOT] = plot_head_to_head
     if evaluation.gauntlet is not None:
-        plots.append(plot_gauntlet(evaluation, out))
-    written = [write_games(evaluation, out), *plots]
+        draws[GAUNTLET_PLOT] = plot_gauntlet
+    for name in PLOTS:
+        if name not in draws:
+            (out / name).unlink(missing_ok=True)
+    written = [write_games(evaluation, out)] if games else []
+    plots = [draw(evaluation, out) for draw in draws.values()]
+    written += plots
     written.append(write_report(evaluation, out, command, [p.name for p in plots]))
     written.append(write_results(evaluation, out))
     return written

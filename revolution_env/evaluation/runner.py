@@ -1,11 +1,16 @@
 """Schedule games (every seat order of a lineup; every lineup of a pool), play them over processes, and
-gather the results in game order so that an evaluation depends on its seed alone, not on the workers."""
+gather the results in game order so that an evaluation depends on its seed alone, not on the workers.
+
+Every game's seed and seating are a function of the evaluation's seed and the game's index alone
+(:func:`game_seed`, :func:`lineup_tasks`): a :class:`Tournament` played in pieces, in any order, by any number of
+runs (``revolution eval`` resumes an interrupted one, :mod:`.journal`), gives the evaluation it gives in one go."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +57,17 @@ class Evaluation:
     head_to_head: dict[str, dict[str, Any]] | None = None
     gauntlet: dict[str, Any] | None = None  # mode "gauntlet": the agent's result at every table
     held_out: HeldOut | None = None  # a gauntlet's held-out opponents, kept apart (docs/heldout.md)
+    indices: list[int] | None = None  # each game's index in the evaluation (all_results' order); None: 0, 1, ...
+    planned: int | None = None  # the games of the whole evaluation; None: those played (it is complete)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every game of the evaluation was played (not one interrupted: a partial evaluation)."""
+        return self.planned is None or len(self.all_results()) == self.planned
+
+    def all_indices(self) -> list[int]:
+        """The index of each game of :meth:`all_results` in the evaluation (its seed and seating come from it)."""
+        return list(range(len(self.all_results()))) if self.indices is None else list(self.indices)
 
     def config(self) -> dict[str, Any]:
         return {
@@ -67,7 +83,10 @@ class Evaluation:
 
     def to_dict(self) -> dict[str, Any]:
         """What results.json holds (nothing that depends on the machine, the clock or the workers)."""
+        played = len(self.all_results())
         out: dict[str, Any] = {
+            "complete": self.complete,  # false: interrupted, the statistics are those of the games played so far
+            "progress": {"games_played": played, "games_total": played if self.planned is None else self.planned},
             "config": self.config(),
             "agents": {name: s.to_dict() for name, s in self.stats.items()},
             "summary": summary(self.results),
@@ -201,8 +220,9 @@ def _play_chunk(tasks: Sequence[GameTask], env_options: Mapping[str, Any]) -> li
     return [play_task(task, env_options) for task in tasks]
 
 
-def _play_packed(packed: tuple[Sequence[GameTask], dict[str, Any]]) -> list[GameResult]:
-    return _play_chunk(*packed)
+def _play_numbered(packed: tuple[int, Sequence[GameTask], dict[str, Any]]) -> tuple[int, list[GameResult]]:
+    number, tasks, options = packed
+    return number, _play_chunk(tasks, options)
 
 
 def _chunks(tasks: Sequence[GameTask], parts: int) -> list[Sequence[GameTask]]:
@@ -211,23 +231,32 @@ def _chunks(tasks: Sequence[GameTask], parts: int) -> list[Sequence[GameTask]]:
     return [tasks[i : i + size] for i in range(0, len(tasks), size)]
 
 
-def _play_on_ray(tasks: Sequence[GameTask], options: dict[str, Any], address: str, workers: int | None, bar: Any):
-    """The tasks as Ray tasks, in chunks; results in task order, whatever node played them. ``address``: ``""``
-    starts a local Ray instance (or joins the cluster named by ``RAY_ADDRESS``); else a cluster address
-    (``auto``, ``HOST:6379``, ``ray://HOST:10001``). Checkpoint paths must be readable on every node."""
+Record = Callable[[Sequence[GameTask], Sequence[GameResult]], None]  # told of some tasks' games as they finish
+
+
+def _play_on_ray(tasks: Sequence[GameTask], options: dict[str, Any], address: str, workers: int | None,
+                 finished: Record) -> None:  # fmt: skip
+    """The tasks as Ray tasks, in chunks, each chunk's games to ``finished`` as it ends, whatever node played it.
+    ``address``: ``""`` starts a local Ray instance (or joins the cluster named by ``RAY_ADDRESS``); else a cluster
+    address (``auto``, ``HOST:6379``, ``ray://HOST:10001``). Checkpoint paths must be readable on every node. Ctrl-C
+    cancels the chunks not yet done."""
     with ray_session(address, workers) as ray:
         remote = ray.remote(_play_chunk)
         chunk = max(1, min(32, len(tasks) // (8 * max(1, int(ray.cluster_resources().get("CPU", 1))))))
-        refs = [remote.remote(tasks[i : i + chunk], options) for i in range(0, len(tasks), chunk)]
+        chunks = [tasks[i : i + chunk] for i in range(0, len(tasks), chunk)]
+        refs = [remote.remote(part, options) for part in chunks]
         order = {ref: i for i, ref in enumerate(refs)}
-        parts: list[list[GameResult] | None] = [None] * len(refs)
         pending = list(refs)
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                parts[order[ref]] = ray.get(ref)
-                bar.update(len(parts[order[ref]]))
-        return [r for part in parts for r in part]
+        try:
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                for ref in done:
+                    finished(chunks[order[ref]], ray.get(ref))
+        except KeyboardInterrupt:
+            for ref in pending:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)
+            raise
 
 
 def play_tasks(
@@ -237,33 +266,45 @@ def play_tasks(
     progress: bool | None = None,
     description: str = "games",
     ray_address: str | None = None,
+    record: Record | None = None,
+    already: int = 0,
 ) -> list[GameResult]:
     """Play every task, over ``workers`` processes (or on a Ray cluster: ``ray_address``, see
     :func:`_play_on_ray`); the results come back in task order, the same wherever they were played.
-    ``progress``: show a bar (None: only on a terminal)."""
+    ``progress``: show a bar (None: only on a terminal), counting ``already`` games played before. ``record``:
+    called with each piece of tasks and their games as soon as they are played, in the order they finish (so
+    that an interrupted evaluation keeps them: :mod:`.journal`)."""
     from tqdm import tqdm
 
     if workers is not None and workers < 1:
         raise ValueError(f"workers: expected a positive integer, got {workers}")
     options = dict(env_options)
-    bar = tqdm(total=len(tasks), desc=description, unit="game", disable=None if progress is None else not progress)
-    if ray_address is not None:
-        with bar:
-            return _play_on_ray(tasks, options, ray_address, workers, bar)
-    workers = default_workers() if workers is None else workers
-    results: list[GameResult] = []
-    with bar:
-        if workers == 1 or len(tasks) <= 1:
+    played: dict[int, GameResult] = {}
+
+    def finished(part: Sequence[GameTask], results: Sequence[GameResult]) -> None:
+        played.update(zip((t.index for t in part), results))
+        if record is not None:
+            record(part, results)
+        bar.update(len(part))
+
+    disable = None if progress is None else not progress
+    with tqdm(total=already + len(tasks), initial=already, desc=description, unit="game", disable=disable) as bar:
+        if not tasks:
+            pass  # every game was played before: no workers to start
+        elif ray_address is not None:
+            _play_on_ray(tasks, options, ray_address, workers, finished)
+        elif (workers := default_workers() if workers is None else workers) == 1 or len(tasks) <= 1:
             for part in _chunks(tasks, 4):
-                results += _play_chunk(part, options)
-                bar.update(len(part))
+                finished(part, _play_chunk(part, options))
         else:
+            chunks = _chunks(tasks, workers * 4)
             # workers ignore Ctrl-C and SIGTERM: one killed by a signal to the process group would hang imap
             with worker_pool(min(workers, len(tasks))) as pool:
-                for part in pool.imap(_play_packed, ((c, options) for c in _chunks(tasks, workers * 4))):
-                    results += part
-                    bar.update(len(part))
-    return results
+                for number, results in pool.imap_unordered(
+                    _play_numbered, ((i, c, options) for i, c in enumerate(chunks))
+                ):
+                    finished(chunks[number], results)
+    return [played[t.index] for t in tasks]
 
 
 # --- evaluations -------------------------------------------------------------------------------------------
@@ -290,6 +331,94 @@ def _options(env_options: Mapping[str, Any] | None, players: int) -> dict[str, A
     return options
 
 
+DESCRIPTIONS = {"lineup": "lineup", "pool": "round robin", "gauntlet": "gauntlet"}  # the progress bar's
+
+
+@dataclass
+class Tournament:
+    """An evaluation before its games are played: its agents and every game's task, and how their results are
+    gathered (:meth:`evaluation`). Each task is a function of the seed and its index alone, so the games may be
+    played in any order and in several runs (:meth:`play` leaves out those given as done)."""
+
+    mode: str  # "lineup", "pool" or "gauntlet"
+    names: dict[str, str]  # every agent: name -> spec (a gauntlet's held-out opponents last)
+    players: int
+    games: int  # per lineup or table
+    seed: int
+    options: dict[str, Any]
+    tasks: list[GameTask]
+    tables: list[tuple[tuple[str, ...], int, int]] = field(default_factory=list)  # a gauntlet's: opponents, span
+    held_tables: list[tuple[tuple[str, ...], int, int]] = field(default_factory=list)  # its held-out opponents'
+    held_out: list[str] = field(default_factory=list)  # the names of a gauntlet's held-out opponents
+
+    def manifest(self) -> dict[str, Any]:
+        """What the evaluation is: every field that decides its games (the workers, Ray and the bar do not)."""
+        return {
+            "mode": self.mode,
+            "agents": dict(self.names),
+            "held_out": list(self.held_out),
+            "players": self.players,
+            "games": self.games,
+            "seed": self.seed,
+            "options": dict(self.options),
+            "games_total": len(self.tasks),
+        }
+
+    def play(
+        self,
+        workers: int | None = None,
+        progress: bool | None = None,
+        ray_address: str | None = None,
+        done: Mapping[int, GameResult] | None = None,
+        record: Record | None = None,
+    ) -> Evaluation:
+        """Play the games not in ``done`` (game index -> result, those of an earlier run), each piece to ``record``
+        as it finishes (:func:`play_tasks`); the evaluation of them all."""
+        done = dict(done or {})
+        todo = [t for t in self.tasks if t.index not in done]
+        results = play_tasks(todo, self.options, workers, progress, DESCRIPTIONS[self.mode], ray_address, record,
+                             already=len(self.tasks) - len(todo))  # fmt: skip
+        done.update(zip((t.index for t in todo), results))
+        return self.evaluation(done)
+
+    def evaluation(self, done: Mapping[int, GameResult]) -> Evaluation:
+        """The evaluation of the games in ``done`` (game index -> result): all of them, or those played before an
+        interruption (a partial evaluation, :attr:`Evaluation.complete` false), gathered in game order."""
+        indices = [t.index for t in self.tasks if t.index in done]
+        n = len(self.tasks) if not self.tables else self.tables[-1][2]  # a gauntlet's held-out games come last
+        results = [done[i] for i in indices if i < n]
+        training = {name: self.names[name] for name in list(self.names)[: len(self.names) - len(self.held_out)]}
+        names = list(training)
+        evaluation = Evaluation(self.mode, training, self.players, self.games, self.seed, dict(self.options), results,
+                                aggregate(results, names if self.mode != "gauntlet" else None),
+                                indices=indices, planned=len(self.tasks))  # fmt: skip
+        if self.mode == "pool":
+            evaluation.head_to_head = head_to_head(results, names)
+        if self.mode == "gauntlet":
+            evaluation.gauntlet = _gauntlet_tables(names[0], self.players, done, self.tables)
+        if self.held_out:
+            held_results = [done[i] for i in indices if i >= n]
+            evaluation.held_out = HeldOut(
+                {name: self.names[name] for name in self.held_out},
+                held_results,
+                aggregate(held_results),
+                _gauntlet_tables(names[0], self.players, done, self.held_tables),
+            )
+        return evaluation
+
+
+def lineup_tournament(
+    specs: Sequence[str], games: int, seed: int = 0, env_options: Mapping[str, Any] | None = None
+) -> Tournament:
+    """``games`` games of one lineup (one spec per player), rotated over every seat order."""
+    _check(games, seed)
+    options = _options(env_options, len(specs))
+    names = name_agents(specs)
+    _validate_specs(names, options)
+    tasks = lineup_tasks(list(names), list(names.values()), games, seed)
+    return Tournament("lineup", names, len(specs), games, seed, options, tasks)
+
+
 def evaluate_lineup(
     specs: Sequence[str],
     games: int,
@@ -300,18 +429,29 @@ def evaluate_lineup(
     ray_address: str | None = None,
 ) -> Evaluation:
     """``games`` games of one lineup (one spec per player), rotated over every seat order."""
-    _check(games, seed)
-    options = _options(env_options, len(specs))
-    names = name_agents(specs)
-    _validate_specs(names, options)
-    tasks = lineup_tasks(list(names), list(names.values()), games, seed)
-    results = play_tasks(tasks, options, workers, progress, "lineup", ray_address)
-    return Evaluation("lineup", names, len(specs), games, seed, options, results, aggregate(results, list(names)))
+    return lineup_tournament(specs, games, seed, env_options).play(workers, progress, ray_address)
 
 
 def pool_lineups(names: Sequence[str], players: int) -> list[tuple[str, ...]]:
     """The round robin: every lineup of ``players`` distinct pool members."""
     return list(itertools.combinations(names, players))
+
+
+def pool_tournament(
+    specs: Sequence[str], players: int, games: int, seed: int = 0, env_options: Mapping[str, Any] | None = None
+) -> Tournament:
+    """A round robin: ``games`` games for every lineup of ``players`` distinct pool members, each rotated over
+    every seat order."""
+    _check(games, seed)
+    options = _options(env_options, players)
+    names = name_agents(specs)
+    if len(names) < players:
+        raise ValueError(f"pool: {players}-player games need at least {players} agents, got {len(names)}")
+    _validate_specs(names, options)
+    tasks: list[GameTask] = []
+    for lineup in pool_lineups(list(names), players):
+        tasks += lineup_tasks(lineup, [names[n] for n in lineup], games, seed, start=len(tasks))
+    return Tournament("pool", names, players, games, seed, options, tasks)
 
 
 def evaluate_pool(
@@ -324,21 +464,8 @@ def evaluate_pool(
     progress: bool | None = None,
     ray_address: str | None = None,
 ) -> Evaluation:
-    """A round robin: ``games`` games for every lineup of ``players`` distinct pool members, each rotated over
-    every seat order; statistics per agent and a head-to-head matrix."""
-    _check(games, seed)
-    options = _options(env_options, players)
-    names = name_agents(specs)
-    if len(names) < players:
-        raise ValueError(f"pool: {players}-player games need at least {players} agents, got {len(names)}")
-    _validate_specs(names, options)
-    tasks: list[GameTask] = []
-    for lineup in pool_lineups(list(names), players):
-        tasks += lineup_tasks(lineup, [names[n] for n in lineup], games, seed, start=len(tasks))
-    results = play_tasks(tasks, options, workers, progress, "round robin", ray_address)
-    evaluation = Evaluation("pool", names, players, games, seed, options, results, aggregate(results, list(names)))
-    evaluation.head_to_head = head_to_head(results, list(names))
-    return evaluation
+    """A round robin (:func:`pool_tournament`): statistics per agent and a head-to-head matrix."""
+    return pool_tournament(specs, players, games, seed, env_options).play(workers, progress, ray_address)
 
 
 def gauntlet_tables(opponents: Sequence[str], players: int) -> list[tuple[str, ...]]:
@@ -362,17 +489,18 @@ def _gauntlet_tasks(
     return tasks, spans
 
 
-def _gauntlet_tables(agent: str, players: int, results: Sequence[GameResult], spans: Sequence[tuple]) -> dict:
-    """The agent's win rate at every table (``results`` indexed as the spans are) and its worst table."""
+def _gauntlet_tables(agent: str, players: int, done: Mapping[int, GameResult], spans: Sequence[tuple]) -> dict:
+    """The agent's win rate at every table (``done``: game index -> result) and its worst table. A table none of
+    whose games were played yet (a partial evaluation) has no win rate, and is no one's worst."""
     rows = []
     for table, start, stop in spans:
-        part = results[start:stop]
+        part = [done[i] for i in range(start, stop) if i in done]
         wins = sum(r.win_share(r.agents.index(agent)) for r in part)
         low, high = wilson_interval(wins, len(part))
-        rows.append(
-            {"opponents": list(table), "games": len(part), "win_rate": wins / len(part), "win_rate_ci95": [low, high]}
-        )
-    worst = min(rows, key=lambda row: (row["win_rate"], row["opponents"]))
+        rate = wins / len(part) if part else None
+        rows.append({"opponents": list(table), "games": len(part), "win_rate": rate, "win_rate_ci95": [low, high]})
+    played = [row for row in rows if row["games"]]
+    worst = min(played, key=lambda row: (row["win_rate"], row["opponents"])) if played else None
     return {"agent": agent, "chance": 1 / players, "tables": rows, "worst": worst}
 
 
@@ -390,6 +518,34 @@ def _check_held_out(opponents: Sequence[str], held_out: Sequence[str]) -> None:
             f"gauntlet: {named[0]!r} is held out (docs/heldout.md): give it with the held-out opponents, never "
             "among the training ones"
         )
+
+
+def gauntlet_tournament(
+    agent: str,
+    opponents: Sequence[str],
+    players: int,
+    games: int,
+    seed: int = 0,
+    env_options: Mapping[str, Any] | None = None,
+    held_out: Sequence[str] = (),
+) -> Tournament:
+    """``agent`` against every table of ``opponents`` (:func:`gauntlet_tables`), ``games`` games per table, each
+    rotated over every seat order; ``held_out`` opponents' tables after the others' (:func:`evaluate_gauntlet`)."""
+    _check(games, seed)
+    options = _options(env_options, players)
+    if not opponents:
+        raise ValueError("gauntlet: give at least one opponent")
+    if len(set(opponents)) != len(opponents):
+        raise ValueError(f"gauntlet: each opponent once (tables repeat them as needed), got {list(opponents)}")
+    _check_held_out(opponents, held_out)
+    names = name_agents([agent, *opponents, *held_out])  # one naming: no held-out name is a training one's
+    agent_name, *others = names
+    opponent_names, held_out_names = others[: len(opponents)], others[len(opponents) :]
+    _validate_specs(names, options)
+    tasks, spans = _gauntlet_tasks(agent_name, opponent_names, names, players, games, seed, 0)
+    held_tasks, held_spans = _gauntlet_tasks(agent_name, held_out_names, names, players, games, seed, len(tasks))
+    return Tournament("gauntlet", names, players, games, seed, options, tasks + held_tasks, spans, held_spans,
+                      held_out_names)  # fmt: skip
 
 
 def evaluate_gauntlet(
@@ -410,29 +566,5 @@ def evaluate_gauntlet(
     ``held_out``: opponents no training run may use (docs/heldout.md), whose tables are played the same way after
     the others' (so that the others' games are those of a gauntlet without them) and reported apart, with their
     own worst table (``Evaluation.held_out``)."""
-    _check(games, seed)
-    options = _options(env_options, players)
-    if not opponents:
-        raise ValueError("gauntlet: give at least one opponent")
-    if len(set(opponents)) != len(opponents):
-        raise ValueError(f"gauntlet: each opponent once (tables repeat them as needed), got {list(opponents)}")
-    _check_held_out(opponents, held_out)
-    names = name_agents([agent, *opponents, *held_out])  # one naming: no held-out name is a training one's
-    agent_name, *others = names
-    opponent_names, held_out_names = others[: len(opponents)], others[len(opponents) :]
-    _validate_specs(names, options)
-    tasks, spans = _gauntlet_tasks(agent_name, opponent_names, names, players, games, seed, 0)
-    held_tasks, held_spans = _gauntlet_tasks(agent_name, held_out_names, names, players, games, seed, len(tasks))
-    results = play_tasks(tasks + held_tasks, options, workers, progress, "gauntlet", ray_address)
-    results, held_results = results[: len(tasks)], results[len(tasks) :]
-    training = {n: names[n] for n in (agent_name, *opponent_names)}
-    evaluation = Evaluation("gauntlet", training, players, games, seed, options, results, aggregate(results))
-    evaluation.gauntlet = _gauntlet_tables(agent_name, players, results, spans)
-    if held_out:
-        evaluation.held_out = HeldOut(
-            {n: names[n] for n in held_out_names},
-            held_results,
-            aggregate(held_results),
-            _gauntlet_tables(agent_name, players, results + held_results, held_spans),
-        )
-    return evaluation
+    tournament = gauntlet_tournament(agent, opponents, players, games, seed, env_options, held_out)
+    return tournament.play(workers, progress, ray_address)

@@ -72,7 +72,8 @@ SHIPPED_3P = REPO / "checkpoints" / "three_players.pt"
 
 def cmd_main(args: argparse.Namespace) -> int:
     """The README's main job: a short self-play training run, then a round robin of its best checkpoint, its
-    imitation start (so that the table shows what training added), the shipped 3-player bot and the heuristics."""
+    imitation start (so that the table shows what training added), the shipped 3-player bot and the heuristics.
+    The round robin is ``revolution eval``'s: stopped, it keeps its games and prints the command that continues it."""
     config = REPO / "configs" / "default.yaml"
     if not config.exists():
         print(f"error: {config} not found: run the main job from a clone of the repository", file=sys.stderr)

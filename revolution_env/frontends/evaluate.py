@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
-from typing import Any, NoReturn
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from revolution_env.engine.game import RULE_SWITCHES
-from revolution_env.evaluation.runner import default_workers, evaluate_gauntlet, evaluate_lineup, evaluate_pool
+from revolution_env.evaluation.runner import (
+    Tournament,
+    default_workers,
+    gauntlet_tournament,
+    lineup_tournament,
+    pool_tournament,
+)
+
+if TYPE_CHECKING:
+    from revolution_env.evaluation.journal import Journal
 
 DESCRIPTION = """Evaluate agents: a lineup (--agents, one spec per seat) or a round robin (--pool). Every lineup is
-rotated over all seat orders; the evaluation is reproducible from --seed whatever --workers is. Agent specs:
+rotated over all seat orders; the evaluation is reproducible from --seed whatever --workers is, and an interrupted
+one continues (the same command, the same --out) to the results it would have had. Agent specs:
 random, a heuristic's name, a checkpoint file (.zip/.pt; PATH:sample plays it sampling its policy), a mixture
 mix:SPEC@W,SPEC@W,... (each decision by one of them, drawn with the weights), or search:PATH (a checkpoint whose
 bids are chosen by regret matching over its candidate bids)."""
@@ -55,8 +67,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--games", type=int, default=100, help="games per lineup (default 100)")
     p.add_argument("--seed", type=int, default=0, help="the seed of the whole evaluation (default 0)")
-    p.add_argument("--out", metavar="DIR", help="write results.json, games.jsonl, report.md and plots here")
-    p.add_argument("--force", action="store_true", help="replace the previous evaluation in --out (refused without it)")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write results.json, games.jsonl (each game as it finishes), report.md and plots here; interrupted"
+        " (Ctrl-C, SIGTERM, a kill), the same command continues where it stopped",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="replace another evaluation in --out (refused without it) and start anew"
+    )
     p.add_argument(
         "--workers", type=int, default=None, help=f"processes that play the games (default {default_workers()})"
     )
@@ -146,43 +165,76 @@ def held_out(args: argparse.Namespace) -> list[str]:
     return expand_held_out(args.held_out or [], args.players, args.gauntlet)
 
 
+def tournament(args: argparse.Namespace) -> Tournament:
+    """The evaluation the arguments ask for, its agents loaded (a bad spec fails here, before any game)."""
+    options = env_options(args)
+    if args.agents is not None:
+        return lineup_tournament(args.agents, args.games, args.seed, options)
+    if args.pool is not None:
+        return pool_tournament(args.pool, args.players, args.games, args.seed, options)
+    return gauntlet_tournament(args.gauntlet, args.opponents, args.players, args.games, args.seed, options,
+                               held_out(args))  # fmt: skip
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
-    from revolution_env.evaluation.report import check_out, print_gauntlet, print_table, write_all
+    """Play the evaluation; with --out, each game into games.jsonl as it finishes, so that an interruption (Ctrl-C,
+    SIGTERM) writes the results so far, marked partial, and the same command continues (:mod:`.journal`)."""
+    from revolution_env.evaluation.journal import open_journal
 
     try:
         check_args(args)
-        if args.out:
-            check_out(args.out, args.force)  # before the games, not after
-        options = env_options(args)
-        progress = False if args.quiet else None
-        if args.agents is not None:
-            evaluation = evaluate_lineup(args.agents, args.games, args.seed, options, args.workers, progress, args.ray)
-        elif args.pool is not None:
-            evaluation = evaluate_pool(
-                args.pool, args.players, args.games, args.seed, options, args.workers, progress, args.ray
-            )
-        else:
-            evaluation = evaluate_gauntlet(
-                args.gauntlet,
-                args.opponents,
-                args.players,
-                args.games,
-                args.seed,
-                options,
-                args.workers,
-                progress,
-                args.ray,
-                held_out(args),
-            )
+        plan = tournament(args)
     except (ValueError, NotImplementedError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    command = command_line(args)
+    journal = open_journal(args.out, plan, command, args.force) if args.out else None
+    with journal if journal is not None else contextlib.nullcontext():  # the folder locked until it is written
+        return _play(args, plan, command, journal)
+
+
+def _play(args: argparse.Namespace, plan: Tournament, command: str, journal: Journal | None) -> int:
+    from revolution_env.common.workers import exit_status
+    from revolution_env.evaluation.report import GAMES, partial, print_gauntlet, print_table, write_all
+
+    done = journal.done if journal is not None else {}
+    if journal is not None and journal.resumed and not args.quiet:
+        print(f"continuing the evaluation in {args.out}: {journal.resumed:,} of {len(plan.tasks):,} games already "
+              "played", file=sys.stderr)  # fmt: skip
+
+    def record(tasks: Any, results: Any) -> None:
+        if journal is not None:
+            journal.record(tasks, results)  # adds them to done
+        else:
+            done.update(zip((t.index for t in tasks), results))
+
+    try:
+        try:
+            evaluation = plan.play(args.workers, False if args.quiet else None, args.ray, dict(done), record)
+        finally:
+            if journal is not None:
+                journal.stop()
+        if journal is not None:
+            journal.finish()  # games.jsonl in game order
+    except KeyboardInterrupt as exc:
+        evaluation = plan.evaluation(done)
+        if not args.quiet:
+            print_table(evaluation)
+        if args.out:
+            write_all(evaluation, args.out, command, games=False)  # the journal holds the games, whole lines
+            print(f"{partial(evaluation).removeprefix('partial: ')}: the results so far are in {args.out} "
+                  f"(results.json and report.md, marked partial); to continue, the same command: {command}",
+                  file=sys.stderr)  # fmt: skip
+        else:
+            print(f"{partial(evaluation).removeprefix('partial: ')} (give --out to keep them and continue)",
+                  file=sys.stderr)  # fmt: skip
+        return exit_status(exc)
     if not args.quiet:
         print_table(evaluation)
         if evaluation.gauntlet is not None:
             print_gauntlet(evaluation)
     if args.out:
-        written = write_all(evaluation, args.out, command_line(args))
+        written = [Path(args.out) / GAMES, *write_all(evaluation, args.out, command, games=False)]
         if not args.quiet:
             print(f"written: {', '.join(str(p) for p in written)}")
     return 0

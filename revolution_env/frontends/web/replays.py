@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from revolution_env.agents.loading import display_name
+from revolution_env.common.files import atomic_write
 from revolution_env.engine.scenario import ScenarioError, export_game, state_dict
 from revolution_env.frontends.web.trace import replay_scenario
 
@@ -175,20 +176,30 @@ class ReplayLibrary:
         except (OSError, UnicodeDecodeError) as exc:
             raise ReplayError(f"{file_id}: cannot read the file ({exc})") from None
         if path.suffix == ".jsonl":
-            items = []
-            for n, line in enumerate(text.splitlines(), start=1):
+            items, torn = [], False
+            lines = text.split("\n")
+            for n, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue
                 try:
                     items.append(json.loads(line))
                 except json.JSONDecodeError as exc:
+                    if n == len(lines):  # after the last newline: a line still being written, or cut by a kill
+                        torn = True
+                        continue
                     raise ReplayError(
                         f"{file_id}: line {n} is not valid JSON ({exc.msg}, column {exc.colno})"
                     ) from None
             if not items:
                 return None
             if all(_is_eval_line(x) for x in items):
-                return self._eval_entry(file_id, path, items)
+                # an evaluation still playing (or stopped) appends its games as they finish: list them by index
+                if all(isinstance(x.get("game"), int) for x in items):
+                    items.sort(key=lambda x: x["game"])
+                entry = self._eval_entry(file_id, path, items)
+                if torn:
+                    entry.note = "; ".join(filter(None, [entry.note, "its last line, cut short, is left out"]))
+                return entry
             if all(_looks_like_scenario(x) for x in items):
                 return Entry(file_id, "scenarios", items)
             bad = next(n for n, x in enumerate(items, 1) if not (_is_eval_line(x) or _looks_like_scenario(x)))
@@ -243,9 +254,14 @@ class ReplayLibrary:
                 scenario, _ = _scenario_of(item)
                 rules = scenario.get("rules", {}) if isinstance(scenario, dict) else {}
                 rounds = scenario.get("rounds", []) if isinstance(scenario, dict) else []
-                rows.append({"index": index, "players": rules.get("players", 3) if isinstance(rules, dict) else None,
-                             "rounds": len(rounds) if isinstance(rounds, list) else None,
-                             "description": scenario.get("description", "") if isinstance(scenario, dict) else ""})  # fmt: skip
+                rows.append(
+                    {
+                        "index": index,
+                        "players": rules.get("players", 3) if isinstance(rules, dict) else None,
+                        "rounds": len(rounds) if isinstance(rounds, list) else None,
+                        "description": scenario.get("description", "") if isinstance(scenario, dict) else "",
+                    }
+                )
         return {"file": file_id, "kind": entry.kind, "total": len(entry.items), "offset": offset, "games": rows,
                 "note": entry.note}  # fmt: skip
 
@@ -354,10 +370,8 @@ class ReplayLibrary:
         """Keep a played game as a replay: in ``save_dir`` when there is one (under the first replay folder),
         else in memory for this session. Returns its file id."""
         if self.save_dir is not None and self.roots:
-            folder = self.save_dir
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f"{name}.json"
-            path.write_text(json.dumps(scenario, indent=1) + "\n", encoding="utf-8")
+            path = self.save_dir / f"{name}.json"
+            atomic_write(path, lambda f: f.write(json.dumps(scenario, indent=1) + "\n"))  # never half a file
             for i, root in enumerate(self.roots):
                 if path.resolve().is_relative_to(root):
                     return f"{i}/{path.resolve().relative_to(root).as_posix()}"

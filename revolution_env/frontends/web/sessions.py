@@ -10,6 +10,7 @@ moves derived from the environment's own action mask, never the bots' hidden bid
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
@@ -30,6 +31,7 @@ from revolution_env.env.core import EnvConfig
 from revolution_env.env.encoding import IllegalActionError
 from revolution_env.frontends.web.trace import TracedGame, describe_layout, snapshot
 
+log = logging.getLogger(__name__)
 BUILT_IN = ("random", *HEURISTICS)  # what the page offers without --agents: the heuristics, not their held-out variants
 RULE_OPTIONS = ("players", "bid_refunds", "area_control_bonus", "first_edition", "max_rounds")
 
@@ -109,6 +111,7 @@ class PlaySession:
         if self.game.layout.puppet >= 0:
             self.names.append("Guy")
         self.saved_as: str | None = None
+        self._layout: dict[str, Any] | None = None
         self.runner.advance()
 
     @property
@@ -182,30 +185,33 @@ class PlaySession:
             out["first_pick"] = list(self.game._apothecary_first)
         return out
 
-    def events(self, since: int = 0) -> list[dict[str, Any]]:
-        """Every event of the game from number ``since`` on (numbered across rounds)."""
+    def events(self, since: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """Every event of the game from number ``since`` on (numbered across rounds), and how many there are."""
         out, n = [], 0
         for record in self.game.trace:
-            for event in record["events"]:
-                if n >= since:
-                    out.append({**event, "n": n, "round": record["round"]})
-                n += 1
-        return out
+            events = record["events"]
+            if n + len(events) > since:
+                out.extend({**event, "n": n + i, "round": record["round"]}
+                           for i, event in enumerate(events) if n + i >= since)  # fmt: skip
+            n += len(events)
+        return out, n
 
     def view(self, since: int = 0) -> dict[str, Any]:
         game = self.game
         final = None if game.final is None else {k: list(v) for k, v in game.final.items()}
-        events = self.events(since)
+        events, count = self.events(since)
+        if self._layout is None:
+            self._layout = describe_layout(game.layout)  # the same for the whole game
         return {
             "id": self.id,
-            "layout": describe_layout(game.layout),
+            "layout": self._layout,
             "names": self.names,
             "seat": self.seat,
             "opponents": self.specs,
             "state": snapshot(game),
             "pending": self.pending(),
             "events": events,
-            "event_count": since + len(events),
+            "event_count": count,
             "over": game.over,
             "truncated": bool(game.truncated),
             "final": final,
@@ -221,22 +227,58 @@ class PlaySession:
         return data
 
 
-class Sessions:
-    """The games being played, by id; the oldest untouched ones are dropped past ``limit``."""
+class ServerFull(RuntimeError):
+    """Every place for a game is taken by a game still being played: HTTP 503, try again later."""
 
-    def __init__(self, load_agent: Callable[..., Any], allowed: Sequence[str] = BUILT_IN, limit: int = 64) -> None:
+
+SEED_LIMIT = 2**63  # a seed the server takes stays a 64-bit integer in every file and tool that reads it back
+
+
+class Sessions:
+    """The games being played, by id.
+
+    A game stays as long as its player comes back within ``idle_timeout`` seconds: a game being played is never
+    dropped to make room for another. A game left alone longer expires; a finished one is saved first
+    (``save(session)``, which records where in ``session.saved_as``), so that it can still be watched as a replay.
+    At most ``max_games`` at once: when they are all taken, finished games make room (saved first, the one left
+    alone longest first), and when none is finished a new game is refused with :class:`ServerFull` rather than
+    taking someone's place. Games that ended this way are remembered by id (and where they were saved), so that a
+    late request for one says what became of it.
+    """
+
+    def __init__(
+        self,
+        load_agent: Callable[..., Any],
+        allowed: Sequence[str] = BUILT_IN,
+        max_games: int = 256,
+        idle_timeout: float = 1800.0,
+        save: Callable[[PlaySession], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if isinstance(max_games, bool) or not isinstance(max_games, int) or max_games < 1:
+            raise ValueError(f"max games: expected a positive integer, got {max_games!r}")
+        if not idle_timeout > 0:
+            raise ValueError(f"idle timeout: expected a positive number of seconds, got {idle_timeout!r}")
         self._load_agent = load_agent
         self.allowed = list(dict.fromkeys(allowed))  # only these specs: a spec can name a file to load
-        self._games: OrderedDict[str, PlaySession] = OrderedDict()
+        self._games: OrderedDict[str, PlaySession] = OrderedDict()  # least recently touched first
+        self._ended: OrderedDict[str, str | None] = OrderedDict()  # id -> where it was saved (None: not saved)
+        self._starting = 0  # games being set up, their places taken
         self._lock = threading.Lock()
-        self.limit = limit
+        self.max_games = max_games
+        self.idle_timeout = float(idle_timeout)
+        self._save = save
+        self._clock = clock
 
-    def create(self, request: dict[str, Any]) -> PlaySession:
+    def __len__(self) -> int:
+        return len(self._games)
+
+    def create(self, request: Any) -> PlaySession:
         if not isinstance(request, dict):
             raise GameRequestError("expected a JSON object with the game's options")
         unknown = [k for k in request if k not in (*RULE_OPTIONS, "seat", "opponents", "seed")]
         if unknown:
-            raise GameRequestError(f"{unknown[0]}: unknown option")
+            raise GameRequestError(f"{str(unknown[0])[:40]!r}: unknown option")
         options = game_options(request)
         opponents = request.get("opponents", ["value"])
         players = options["players"]
@@ -248,22 +290,90 @@ class Sessions:
             opponents = opponents * (players - 1)
         for spec in opponents:
             if spec not in self.allowed:
-                raise GameRequestError(f"opponents: {spec!r} is not offered (offered: {', '.join(self.allowed)})")
+                raise GameRequestError(f"opponents: {spec[:80]!r} is not offered (offered: {', '.join(self.allowed)})")
         seed = request.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise GameRequestError(f"seed: expected a non-negative integer, got {seed!r}")
-        session = PlaySession(options, request.get("seat", 0), opponents, self._load_agent, seed)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT):
+            shown = (
+                repr(seed)
+                if not isinstance(seed, int) or abs(seed) < 10**30
+                else f"an integer of {len(str(seed))} digits"
+            )
+            raise GameRequestError(f"seed: expected an integer from 0 to 2**63 - 1, got {shown[:60]}")
+        self._take_place()
+        try:
+            session = PlaySession(options, request.get("seat", 0), opponents, self._load_agent, seed)
+        except BaseException:
+            with self._lock:
+                self._starting -= 1
+            raise
+        session.touched = self._clock()
         with self._lock:
+            self._starting -= 1
             self._games[session.id] = session
-            while len(self._games) > self.limit:
-                self._games.popitem(last=False)
         return session
 
+    def _take_place(self) -> None:
+        """Keep a place for a new game, making room if needed, or raise :class:`ServerFull`."""
+        with self._lock:
+            self._expire(self._clock())
+            if len(self._games) + self._starting >= self.max_games:
+                finished = [s for s in self._games.values() if s.game.over]
+                for session in finished:  # least recently touched first
+                    if len(self._games) + self._starting < self.max_games:
+                        break
+                    self._end(session)
+            if len(self._games) + self._starting >= self.max_games:
+                raise ServerFull("the server is full, try again later")
+            self._starting += 1
+
     def get(self, game_id: str) -> PlaySession:
+        """The game with this id, its clock started again; ``KeyError`` for one that is not (or no longer) here."""
         with self._lock:
             session = self._games.get(game_id)
             if session is None:
                 raise KeyError(game_id)
             self._games.move_to_end(game_id)
-        session.touched = time.monotonic()
+            session.touched = self._clock()
         return session
+
+    def ended(self, game_id: str) -> tuple[bool, str | None]:
+        """Whether a game with this id was here and has ended, and where it was saved (None: nowhere)."""
+        with self._lock:
+            return game_id in self._ended, self._ended.get(game_id)
+
+    def expire(self) -> int:
+        """End the games left alone longer than the idle timeout (finished ones saved first); how many ended."""
+        with self._lock:
+            return self._expire(self._clock())
+
+    def close(self) -> None:
+        """Save every finished game not yet saved (the server is stopping)."""
+        with self._lock:
+            for session in list(self._games.values()):
+                self._end(session)
+
+    def _expire(self, now: float) -> int:
+        ended = 0
+        for session in list(self._games.values()):  # least recently touched first
+            if now - session.touched <= self.idle_timeout:
+                break
+            ended += self._end(session)
+        return ended
+
+    def _end(self, session: PlaySession) -> bool:
+        """Drop a game, saving it first when it is finished; False (and kept) when its player is acting now."""
+        if not session.lock.acquire(blocking=False):
+            return False
+        try:
+            if session.game.over and session.saved_as is None and self._save is not None:
+                self._save(session)
+        except OSError as exc:  # kept rather than lost: a later expiry (or the server's end) tries again
+            log.warning("revolution serve: cannot save finished game %s (%s): it is kept", session.id, exc)
+            return False
+        finally:
+            session.lock.release()
+        del self._games[session.id]
+        self._ended[session.id] = session.saved_as
+        while len(self._ended) > 16 * self.max_games:
+            self._ended.popitem(last=False)
+        return True

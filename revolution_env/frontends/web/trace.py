@@ -20,20 +20,41 @@ from revolution_env.env.text import gains_text, layout_seat_names
 
 
 def snapshot(game: Game) -> dict[str, Any]:
-    """The public state at one moment: what a viewer draws (no hidden bid, no deck order)."""
+    """The public state at one moment: what a viewer draws (no hidden bid, no deck order), its arrays as tuples.
+
+    A game keeps a snapshot for every step it has taken, and a server keeps hundreds of games: tuples of numbers
+    are read-only, so the garbage collector stops looking at them after its first pass, where it would walk every
+    list of every snapshot at each full collection. For the same reason a traced game's snapshots share the
+    revealed bids while they stay the same (most of a snapshot's objects, and a round has a snapshot per step).
+    """
     return {
         "round": int(game.round),
         "phase": str(game.phase),
-        "support": game.support.tolist(),
-        "tokens": game.tokens.tolist(),
-        "bank": game.bank.tolist(),
-        "board": game.cubes.tolist(),
-        "supply": game.supply.tolist(),
+        "support": tuple(game.support.tolist()),
+        "tokens": _rows(game.tokens),
+        "bank": tuple(game.bank.tolist()),
+        "board": _rows(game.cubes),
+        "supply": tuple(game.supply.tolist()),
         "bids_round": int(game.revealed_round),  # the bids shown: this round's once revealed, else the last round's
-        "bids": game.revealed.tolist() if game.revealed_round else None,
-        "winners": game.winners.tolist() if game.revealed_round else None,
-        "final": None if game.final is None else {k: list(v) for k, v in game.final.items()},
+        "bids": _revealed(game) if game.revealed_round else None,
+        "winners": tuple(game.winners.tolist()) if game.revealed_round else None,
+        "final": None if game.final is None else {k: tuple(v) for k, v in game.final.items()},
     }
+
+
+def _rows(array: Any) -> tuple:
+    """A 2-D array as a tuple of tuples."""
+    return tuple(map(tuple, array.tolist()))
+
+
+def _revealed(game: Game) -> tuple:
+    memo = getattr(game, "_revealed_memo", None)
+    if memo is not None and memo[0] == game.revealed.tobytes():
+        return memo[1]
+    bids = tuple(tuple(map(tuple, seat)) for seat in game.revealed.tolist())
+    if isinstance(game, TracedGame):
+        game._revealed_memo = (game.revealed.tobytes(), bids)
+    return bids
 
 
 def tokens_words(row: Any) -> str:
@@ -87,7 +108,7 @@ class TracedGame(Game):
     def _next_guy_turn(self) -> None:
         if self._guy_count:  # a placement was just made
             c, answered, mode = self.history[-1]["guy"][-1]
-            tokens = self.bids[self.layout.puppet, c].tolist()
+            tokens = tuple(self.bids[self.layout.puppet, c].tolist())
             who = self._name(self.guy_last_placer)
             self._event(
                 "guy",
@@ -152,8 +173,8 @@ class TracedGame(Game):
         held = self.tokens.sum(1).copy()
         super()._end_round()
         record["priority"] = self.history[-1].get("priority")
-        record["bids"] = self.revealed.tolist()
-        record["winners"] = self.winners.tolist()
+        record["bids"] = _revealed(self)  # tuples, shared with the snapshots (see snapshot)
+        record["winners"] = tuple(self.winners.tolist())
         if self.final is not None:
             winners = ", ".join(self._name(s) for s in self.final["winners"]) or "nobody (Guy was not beaten)"
             how = "truncated at max_rounds" if self.truncated else "over: the board is full"

@@ -1,0 +1,127 @@
+"""Milliseconds per bid decision of the ``equilibrium:`` search (the scalar reference) and where they go.
+
+Real positions: the bid decisions of games of ``value`` against itself. At each, the search runs for one seat as
+an agent would (the game rebuilt from its observation); the time is split as the search records it (candidates,
+the rounds played on the engine, the values, the solver, the double oracle's pool), and ``--profile`` adds
+cProfile's top functions. Run it on one core for the figures of the target (``taskset -c 0``, one thread):
+
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 taskset -c 0 \\
+        .venv/bin/python scripts/equilibrium_profile.py --players 2 3 --k 4 6 8 --positions 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+
+import numpy as np
+
+from revolution_env.agents.loading import load_agent
+from revolution_env.arena.runner import GameRunner
+from revolution_env.engine.game import Decision
+
+
+class Recording:
+    def __init__(self, agent):
+        self.agent, self.name, self.seen = agent, agent.name, []
+
+    def reset(self, seed=None):
+        self.agent.reset(seed)
+
+    def act(self, observation, info):
+        if info["decision"] == Decision.BID:
+            self.seen.append({k: np.array(v) for k, v in observation.items()})
+        return self.agent.act(observation, info)
+
+
+def positions(players: int, count: int, seed: int) -> list[dict]:
+    out: list[dict] = []
+    game = 0
+    while len(out) < count:
+        me = Recording(load_agent("value", players=players))
+        GameRunner(
+            [me] + [load_agent("value", players=players) for _ in range(players - 1)], {"players": players}
+        ).play(seed + game)
+        out += me.seen[:: max(1, len(me.seen) // 8)]
+        game += 1
+    return out[:count]
+
+
+def ties(spec: str, players: int, observations: list[dict]) -> None:
+    """How often two draws at the same state are the same bid: two searches with different seeds (each drawing
+    its bid), and two draws from one search's strategy (sum of squares); ``value``'s two draws beside them."""
+    search, value = load_agent(spec, players=players), load_agent("value", players=players)
+    info = {"decision": Decision.BID}
+    same, within, value_same = [], [], []
+    for i, o in enumerate(observations):
+        held = search.layout.decode(o["observation"]).tokens[0]
+        bids = []
+        for seed in (2 * i, 2 * i + 1):
+            search.reset(seed)
+            bids.append(search.codec.bid_counts(search.act(o, info), held))
+            within.append(float((search.last.solution.strategies[0] ** 2).sum()))
+        same.append((bids[0] == bids[1]).all())
+        drawn = []
+        for seed in (2 * i, 2 * i + 1):
+            value.reset(seed)
+            drawn.append(value.codec.bid_counts(value.act(o, info), held))
+        value_same.append((drawn[0] == drawn[1]).all())
+    print(
+        f"  ties: two searches at one state bid the same {np.mean(same):.1%} of {len(same)} states; two draws "
+        f"from one search's strategy {np.mean(within):.1%}; value's two draws {np.mean(value_same):.1%}",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--players", type=int, nargs="+", default=[2, 3])
+    parser.add_argument("--k", type=int, nargs="+", default=[4, 6, 8])
+    parser.add_argument("--positions", type=int, default=20)
+    parser.add_argument("--options", default="oracle=0:", help="spec options before the policy, e.g. 'oracle=1:'")
+    parser.add_argument("--policy", default="value", help="the blueprint: a heuristic, or PATH with value=margin")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--profile", action="store_true", help="cProfile's top functions for each setting")
+    parser.add_argument("--ties", action="store_true", help="also: how often two draws at one state are one bid")
+    args = parser.parse_args()
+    for players in args.players:
+        obs = positions(players, args.positions, args.seed)
+        for k in args.k:
+            spec = f"equilibrium:k={k}:{args.options}{args.policy}"
+            agent = load_agent(spec, players=players)
+            agent.reset(0)
+            info = {"decision": Decision.BID}
+            agent.act(obs[0], info)  # warm (compiled code, caches)
+            split: dict[str, float] = {}
+            rollouts, gaps, added = [], [], []
+            profiler = cProfile.Profile() if args.profile else None
+            start = time.perf_counter()
+            if profiler:
+                profiler.enable()
+            for o in obs:
+                agent.act(o, info)
+                for what, s in agent.last.seconds.items():
+                    split[what] = split.get(what, 0.0) + s
+                rollouts.append(agent.last.rollouts)
+                gaps.append(agent.last.solution.nash_conv)
+                added.append(sum(agent.last.added))
+            if profiler:
+                profiler.disable()
+            total = (time.perf_counter() - start) / len(obs) * 1e3
+            parts = ", ".join(f"{w} {s / len(obs) * 1e3:.1f}" for w, s in sorted(split.items(), key=lambda p: -p[1]))
+            print(
+                f"{players} players {spec}: {total:.1f} ms a bid decision, {np.mean(rollouts):.1f} joint bids "
+                f"played ({total / np.mean(rollouts):.2f} ms each), NashConv mean {np.mean(gaps):.4f} max "
+                f"{np.max(gaps):.4f}, {np.mean(added):.2f} best responses added; ms: {parts}",
+                flush=True,
+            )
+            if profiler:
+                pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+            if args.ties:
+                ties(spec, players, obs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,308 @@
+"""The round's equilibrium search (revolution_env/agents/equilibrium.py): its candidate loop on the scalar engine,
+checked where the answer is known, and the ``equilibrium:`` agent wherever a spec goes."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from revolution_env.agents.base import RandomAgent
+from revolution_env.agents.equilibrium import (
+    EquilibriumAgent,
+    RoundSearcher,
+    Sampler,
+    Settings,
+    margin_value,
+    neighbours,
+    parse_spec,
+    play_rounds,
+    random_sampler,
+    seat_values,
+)
+from revolution_env.agents.loading import display_name, is_checkpoint, load_agent, spec_problem
+from revolution_env.agents.matrix_games import has_scipy, nash_conv
+from revolution_env.arena.runner import GameRunner
+from revolution_env.engine.game import BID, Decision, Game, Rules, clean_bids
+from revolution_env.engine.random_play import random_bids, random_choice
+from revolution_env.engine.scenario import state_dict
+from revolution_env.env import observation_layout
+
+BOT = "checkpoints/two_players.pt"
+GAP = 0.02  # the search's NashConv (regret matching, 1,000 iterations) in the Blotto-like rounds below
+
+
+def position(options: dict, seed: int, rounds: int) -> Game:
+    """A game at the bid decision of round ``1 + rounds`` after random play."""
+    game = Game.new(Rules(**options), seed)
+    rng = np.random.default_rng(seed)
+    while game.round <= rounds and game.decision is not None:
+        if game.decision.kind == BID:
+            game.submit_bids(random_bids(game, rng))
+        else:
+            game.choose(random_choice(game, rng))
+    assert game.decision is not None and game.decision.kind == BID
+    return game
+
+
+def characters_won(layout) -> callable:
+    """A value that makes a round a Blotto game over the characters: at the next bid decision, the observer's
+    characters won last round minus the most any other seat won, over the number of characters (from the
+    observation's ``winners``, relative seats)."""
+    f = layout.features["winners"]
+    S, C = layout.seats, layout.n_characters
+
+    def value(observations: np.ndarray) -> np.ndarray:
+        won = observations[:, f.start : f.stop].reshape(len(observations), -1, S + 2)[:, :C, 2:].sum(1)
+        return (won[:, 0] - won[:, 1:].max(1)) / C
+
+    return value
+
+
+def blotto_payoffs(game: Game, joint: np.ndarray) -> np.ndarray:
+    """What :func:`characters_won` gives each player for a joint bid, computed from the bids alone (docs/rules.md
+    §3-§4: cleaned bids, the strictly highest wins; no puppet)."""
+    L = game.layout
+    cleaned, _ = clean_bids(joint, L)
+    keys = cleaned[:, : L.n_characters] @ L.strength  # (players, C)
+    best = keys.max(0)
+    sole = ((keys == best).sum(0) == 1) & (best > 0)
+    won = np.array([(sole & (keys[s] == best)).sum() for s in range(L.players)])
+    return np.array([won[s] - np.delete(won, s).max() for s in range(L.players)]) / L.n_characters
+
+
+def searcher(options: dict, value=None, heuristics=("value", "bargain", "area"), **settings) -> RoundSearcher:
+    layout = observation_layout(**options)
+    bots = [load_agent(name, **options) for name in heuristics]
+    return RoundSearcher(layout, random_sampler(**options), RandomAgent(**options),
+                         value or margin_value(layout), bots, Settings(**settings))  # fmt: skip
+
+
+@pytest.mark.parametrize("players", [3, 4])
+def test_the_payoffs_of_a_blotto_round_are_the_contests_of_the_candidate_bids(players):
+    """With a value that counts characters won, the loop's payoff tensor is the Blotto game of the candidates'
+    bids, entry by entry (each joint bid stepped on the engine, the next state's observations scored, seats in
+    order); its solution's gap is small; every seat's candidates are distinct, the heuristics' first."""
+    options = {"players": players}
+    layout = observation_layout(**options)
+    k = 4 if players == 3 else 3
+    search = searcher(options, characters_won(layout), candidates=k, oracle=0, iterations=1000)
+    for seed in range(2):
+        game = position(options, seed, 2)
+        before = game.copy()
+        found = search.search(game, np.random.default_rng(seed))
+        assert [len(b) for b in found.bids] == [k] * players
+        for s, (bids, actions) in enumerate(zip(found.bids, found.actions)):
+            assert len({b.tobytes() for b in bids}) == k
+            held = game.tokens[s]
+            assert all((layout.codec.bid_counts(a, held) == b).all() for a, b in zip(actions, bids))
+            assert (bids.sum(1) == held).all()  # every token placed (D3)
+        for joint in itertools.product(range(k), repeat=players):
+            bids = np.stack([found.bids[s][i] for s, i in enumerate(joint)])
+            np.testing.assert_allclose(found.payoffs[joint], blotto_payoffs(game, bids), err_msg=str(joint))
+        assert found.rollouts == k**players
+        assert found.solution.nash_conv <= GAP
+        assert nash_conv(found.payoffs, found.solution.strategies) == pytest.approx(found.solution.nash_conv)
+        assert state_dict(game) == state_dict(before) and len(game.history) == len(before.history)  # untouched
+
+
+def test_a_two_player_round_is_solved_as_the_zero_sum_difference_game_and_ends_in_rewards_where_the_game_ends():
+    options = {"players": 2}
+    search = searcher(options, candidates=3, oracle=0)
+    found = search.search(position(options, 4, 3), np.random.default_rng(0))
+    assert found.payoffs.shape == (*[len(b) for b in found.bids], 2)
+    assert found.solution.zero_sum and found.solution.method == ("lp" if has_scipy() else "rm")
+    assert found.solution.nash_conv < (1e-6 if has_scipy() else GAP)
+    # a game that ends within the round pays the final rewards (win_loss), not the value
+    game = position({"players": 3, "max_rounds": 2}, 1, 1)
+    rounds = play_rounds(game, random_bids(game, np.random.default_rng(0))[None], RandomAgent(players=3, max_rounds=2),
+                         observation_layout(players=3, max_rounds=2))  # fmt: skip
+    assert rounds[0].over
+    values = seat_values(rounds, observation_layout(players=3, max_rounds=2), lambda o: np.full(len(o), 0.5))
+    won = [s in rounds[0].final["winners"] for s in range(3)]
+    assert values[0].tolist() == [1.0 if w else -1.0 for w in won]
+
+
+def test_the_double_oracle_adds_a_best_response_that_gains_and_nothing_that_does_not():
+    """From one candidate per seat (value's bid), a single-token move that wins one more character gains against
+    the others' (pure) strategies: it joins, and its payoff row shows the gain; a threshold above any gain adds
+    nothing."""
+    options = {"players": 3}
+    layout = observation_layout(**options)
+    game = position(options, 2, 2)
+    grown = searcher(options, characters_won(layout), heuristics=("value",), candidates=1, pool=64, oracle=1,
+                     oracle_gain=0.0).search(game, np.random.default_rng(1))  # fmt: skip
+    assert sum(grown.added) >= 1
+    for s, added in enumerate(grown.added):
+        if added:
+            before = np.take(grown.payoffs, 0, axis=s)[(0,) * 2][s]  # the seat's first candidate against the others'
+            after = np.take(grown.payoffs, len(grown.bids[s]) - 1, axis=s)[(0,) * 2][s]
+            assert after > before, s
+    same = searcher(options, characters_won(layout), heuristics=("value",), candidates=1, pool=64, oracle=1,
+                    oracle_gain=10.0).search(game, np.random.default_rng(1))  # fmt: skip
+    assert same.added == [0, 0, 0] and [len(b) for b in same.bids] == [1, 1, 1]
+
+
+def test_neighbours_move_one_token_to_a_target_that_takes_it():
+    layout = observation_layout(players=3).codec.layout
+    bid = np.zeros((layout.n_targets, 3), dtype=np.int64)
+    bid[0, 2] = 2  # two Gold on the General
+    bid[4, 0] = 1  # one Force on the Priest
+    near = neighbours(bid[None], layout.legal)
+    assert len({b.tobytes() for b in near}) == len(near)
+    gold_targets, force_targets = layout.legal[:, 2].sum(), layout.legal[:, 0].sum()
+    assert len(near) == (gold_targets - 1) + (force_targets - 1)
+    for b in near:
+        assert (b.sum(0) == bid.sum(0)).all() and np.abs(b - bid).sum() == 2
+        assert (b[~layout.legal] == 0).all()
+
+
+# --- the agent ------------------------------------------------------------------------------------------------
+
+
+class Recording:
+    def __init__(self, agent):
+        self.agent, self.name, self.seen = agent, agent.name, []
+
+    def reset(self, seed=None):
+        self.agent.reset(seed)
+
+    def act(self, observation, info):
+        action = self.agent.act(observation, info)
+        observation = {k: np.array(v) for k, v in observation.items()}
+        self.seen.append((observation, dict(info), action, getattr(self.agent, "last", None)))
+        return action
+
+
+@pytest.mark.parametrize("players", [2, 3])
+def test_an_equilibrium_agent_plays_legal_reproducible_games_drawing_its_bids_from_its_strategy(players):
+    options = {"players": players, "max_rounds": 4}
+    spec = "equilibrium:k=3:pool=8:oracle=1:value"
+    agent = load_agent(spec, **options)
+    assert isinstance(agent, EquilibriumAgent) and agent.name == spec
+    chosen = []  # what the blueprint answered at each of our non-bid decisions
+    answer = agent.chooser.act
+    agent.chooser.act = lambda observation, info: chosen.append(answer(observation, info)) or chosen[-1]
+    me = Recording(agent)
+    lineup = [me] + [load_agent("value", **options) for _ in range(players - 1)]
+    first = GameRunner(lineup, options).play(11)  # the env raises on an illegal action
+    again = GameRunner([load_agent(spec, **options)] + lineup[1:], options).play(11)
+    assert (first.support, first.rounds) == (again.support, again.rounds)
+    bids = 0
+    others = [action for _, info, action, _ in me.seen if info["decision"] != Decision.BID]
+    assert len(others) == len(chosen) >= 1 and all((a == b).all() for a, b in zip(others, chosen))
+    for _, info, action, found in me.seen:
+        if info["decision"] != Decision.BID:
+            continue
+        bids += 1
+        x = found.solution.strategies[0]
+        chosen = [i for i, a in enumerate(found.actions[0]) if (a == action).all()]
+        assert chosen and x[chosen].sum() > 0  # one of our candidates, with positive probability
+    assert bids >= 3
+
+
+def test_the_spec_loads_names_and_refuses_what_it_cannot_play():
+    assert parse_spec("equilibrium:k=6:iterations=50:pool=8:oracle=0:gain=0.1:method=rm:seed=3:value=margin:value") == (
+        {"candidates": 6, "iterations": 50, "pool": 8, "oracle": 0, "oracle_gain": 0.1, "method": "rm", "seed": 3,
+         "value": "margin"},
+        "value",
+    )  # fmt: skip
+    assert parse_spec(f"equilibrium:{BOT}") == ({}, BOT)
+    assert not is_checkpoint(f"equilibrium:{BOT}")
+    assert display_name(f"equilibrium:k=4:{BOT}") == "equilibrium:k=4:checkpoints/two_players"
+    assert display_name("equilibrium:value") == "equilibrium:value"
+    for good in (
+        "equilibrium:value",
+        "equilibrium:random",
+        "equilibrium:k=2:bargain",
+        f"equilibrium:value=margin:{BOT}",
+    ):
+        assert spec_problem(good) is None, good
+    for bad, match in [
+        ("equilibrium:", "expected equilibrium:"),
+        ("equilibrium:k=4", "expected equilibrium:"),
+        ("equilibrium:nosuch.pt", "expected equilibrium:"),
+        ("equilibrium:equilibrium:value", "expected equilibrium:"),
+        (f"equilibrium:{BOT}:sample", "expected equilibrium:"),
+        ("equilibrium:depth=2:value", "unknown option 'depth'"),
+        ("equilibrium:k=four:value", "is not an integer"),
+        ("equilibrium:value=oracle:value", "value='oracle'"),
+    ]:
+        assert match in spec_problem(bad), bad
+        with pytest.raises(ValueError, match=match):
+            load_agent(bad, players=2)
+    for bad, match in [
+        ("equilibrium:k=0:value", "candidates: expected an integer at least 1"),
+        ("equilibrium:method=cfr:value", "method"),
+        ("equilibrium:gain=-1:value", "oracle_gain"),
+        ("equilibrium:value=critic:value", "value has no critic"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            load_agent(bad, players=2)
+
+
+def test_a_checkpoint_without_a_critic_says_so_and_plays_with_a_stand_in_or_a_critic_it_is_given(monkeypatch):
+    with pytest.raises(ValueError, match="carries no critic.*value=margin"):
+        load_agent(f"equilibrium:{BOT}", players=2)
+    agent = load_agent(f"equilibrium:k=3:pool=8:value=margin:{BOT}", players=2)
+    assert agent.searcher.blueprint.cheap
+    game = position({"players": 2}, 5, 2)
+    layout = agent.layout
+    observation = {"observation": layout.build(game, 0, BID), "action_mask": layout.codec.mask(game, 0, BID)}
+    agent.reset(1)
+    agent.act(observation, {"decision": Decision.BID})
+    assert agent.last.bids[0].shape[0] >= 3
+    # a critic, where the checkpoint carries one, scores the states (here one that prefers more Gold held)
+    from revolution_env.agents import checkpoint
+    from revolution_env.agents.checkpoint import PolicyAgent
+
+    gold = layout.features["tokens"].start + 2
+    seen = []
+
+    def critic(self, observations):
+        seen.append(np.array(observations))
+        return np.tanh(observations[:, gold] / 10.0)
+
+    monkeypatch.setattr(checkpoint, "_critic", lambda policy, size: object())  # the checkpoint has a critic ...
+    monkeypatch.setattr(PolicyAgent, "value", critic)  # ... which prefers more Gold held
+    agent = load_agent(f"equilibrium:k=3:pool=8:{BOT}", players=2)
+    agent.reset(1)
+    agent.act(observation, {"decision": Decision.BID})
+    rows = np.concatenate(seen)
+    assert len(rows) == 2 * agent.last.rollouts  # both players' observations of every next state (none ended)
+    assert (rows[:, layout.features["decision"].start + int(Decision.BID)] == 1).all()  # at the next bid decision
+    scored = {round(float(v), 12) for v in np.tanh(rows[:, gold] / 10.0)}
+    assert {round(float(v), 12) for v in agent.last.payoffs.ravel()} <= scored
+
+
+def test_samplers_draw_fresh_bids_from_the_generator():
+    options = {"players": 3}
+    game = position(options, 3, 1)
+    layout = observation_layout(**options)
+    obs, mask = layout.build(game, 0, BID), layout.codec.mask(game, 0, BID)
+    for sampler in (random_sampler(**options), Sampler(load_agent("value", **options), cheap=False)):
+        a = sampler.sample(obs, mask, 6, np.random.default_rng(0))
+        b = sampler.sample(obs, mask, 6, np.random.default_rng(0))
+        assert a.shape == (6, len(layout.codec.nvec)) and (a == b).all()
+        assert all(mask[layout.codec.offsets + row].all() for row in a)
+    assert len({r.tobytes() for r in random_sampler(**options).sample(obs, mask, 6, np.random.default_rng(1))}) > 1
+
+
+@pytest.mark.parametrize("options", [{"players": 2}, {"players": 3, "area_control_bonus": True}, {"players": 4}])
+def test_the_margin_stand_in_is_the_final_support_margin_if_the_game_ended_now(options):
+    """``margin_value``: tanh of (the observer's final support were the game scored now, minus the best other
+    seat's, the puppet included) over the margin reward's scale, from the observation alone."""
+    from revolution_env.env.core import MARGIN_SCALE
+
+    layout = observation_layout(**options)
+    value = margin_value(layout)
+    for seed in range(3):
+        game = position(options, seed, 6)
+        scored = game.copy()
+        scored._score()  # the engine's scoring (docs/rules.md §5) of the position as it stands
+        total = np.asarray(scored.final["support"])
+        for seat in range(game.layout.players):
+            others = np.delete(total, seat)
+            got = value(layout.build(game, seat, BID)[None])[0]
+            assert got == pytest.approx(np.tanh((total[seat] - others.max()) / MARGIN_SCALE)), (seed, seat)
