@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from revolution_env.agents import decisions
-from revolution_env.agents.decisions import STYLES, decide_rows, settings, value_per_sample
+from revolution_env.agents.decisions import STYLES, decide_rows, margins_now, settings, value_per_sample
 from revolution_env.common.jit import COMPILED, read_only
 
 # --- the same functions as plain Python ----------------------------------------------------------------------------
@@ -92,13 +92,23 @@ def values_against_samples(bot: Any, observation: np.ndarray, bids: np.ndarray) 
     return out, expected
 
 
+def observers_margins(bot: Any, observations: np.ndarray) -> np.ndarray:
+    """The observer's margin in each row of ``observations`` (n, size) as ``bot``'s judgement appraises it (n,)."""
+    obs = np.array(observations, dtype=np.float32).reshape(len(observations), -1)  # writable, as the build's
+    out = np.zeros(len(obs))
+    entry = margins_now if ready(bot, "margins_now") else as_python("margins_now")
+    entry(obs, *bot.static, tuple(bot.judgement.as_floats()), out)
+    return out
+
+
 # --- the machine code: in Numba's cache, built in the background --------------------------------------------------
 
 STALE_BUILD = 1800.0  # seconds after which a build lock is taken for abandoned
 LOCK_NAME = "revolution-bots.build"
 
 
-ENTRIES = {"decide_rows": decide_rows, "value_per_sample": value_per_sample}  # the build's order
+# the build's order: the bots' decisions, the search's judge, the equilibrium's stand-in for a critic
+ENTRIES = {"decide_rows": decide_rows, "value_per_sample": value_per_sample, "margins_now": margins_now}
 
 
 class _Build:
@@ -120,7 +130,8 @@ def _entries(bot: Any) -> dict[str, tuple]:
             np.zeros((1, dims), np.int64))  # fmt: skip
     bids = (rng, np.zeros(size, np.float32), np.zeros((1, bot.t.targets, 3), np.int64), *fixed,
             np.zeros((1, int(bot.samples))))  # fmt: skip
-    return {"decide_rows": rows, "value_per_sample": bids}
+    margins = (np.zeros((1, size), np.float32), *bot.static, fixed[-1], np.zeros(1))
+    return {"decide_rows": rows, "value_per_sample": bids, "margins_now": margins}
 
 
 def _cache_folder() -> Path | None:
@@ -190,8 +201,8 @@ def _reap() -> int | None:
 
 
 def ready(bot: Any, entry: str = "decide_rows") -> bool:
-    """Whether the compiled bots can decide now without compiling in this process (``entry``: ``decide_rows``, or
-    the search's ``value_per_sample``): compiled already, or in Numba's cache. If not, starts (once per machine at
+    """Whether the compiled bots can decide now without compiling in this process (``entry``: one of
+    :data:`ENTRIES`): compiled already, or in Numba's cache. If not, starts (once per machine at
     a time) the background process that compiles them, and answers False until it is done; checks again at most
     once a second. The background build compiles the bots' decisions first: they are ready before it ends."""
     now = time.monotonic()
@@ -301,6 +312,7 @@ __all__ = [
     "build",
     "building_since",
     "decide",
+    "observers_margins",
     "ready",
     "values_against_samples",
     "wait_until_ready",

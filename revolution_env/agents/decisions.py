@@ -1946,3 +1946,12 @@ def value_per_sample(rng, observation, bids, tables, starts, settings, judgement
             row[c] = bid_worth(model, c, bids[i, c, 0], bids[i, c, 1], bids[i, c, 2], pos, t)
         expected[i] = pairwise_sum(row)
     return expected
+
+
+@jit
+def margins_now(observations, tables, starts, judgement, out):
+    """The observer's margin (:attr:`Position.U0` of seat 0) in each row of ``observations``, into ``out``: what
+    the judgement ``judgement`` makes of each position, with no decision taken."""
+    t, at, j = Tables(*tables), FeatureStarts(*starts), Judgement(*judgement)
+    for row in range(observations.shape[0]):
+        out[row] = appraise(read_view(observations[row], t, at), t, j).U0[0]
