@@ -9,10 +9,10 @@ bids): the options, the seats, the game's seed and, for every decision in turn, 
 ``KIND`` is the decision (``Decision``'s value), ``ACTION`` the action's entries joined by ``.`` without its
 trailing zeros (``5`` is a choice of 5, a bid lists its tokens' targets), ``OBSERVATION`` the first hex digits of
 a hash of the observation and the mask the bot decided on, and ``DRAWS`` those of the bot's random generators'
-states after the decision (a search's and its judge's) (so that a bot that draws more or fewer numbers shows at once). Each seat's bot is reset
-with the seed ``GameRunner`` gives it (``runner.agent_seed``). The decisions are GENERATED FROM THE BOTS: they
-pin the bots' behaviour, not its quality. When a change of a bot's decisions is intended, rerun this script and
-review the diff of tests/golden/bots/ before committing:
+states after the decision (a search's and its judge's), so that a bot that draws more or fewer numbers shows at
+once. Each seat's bot is reset with the seed ``GameRunner`` gives it (``runner.agent_seed``). The decisions are
+GENERATED FROM THE BOTS: they pin the bots' behaviour, not its quality. When a change of a bot's decisions is
+intended, rerun this script and review the diff of tests/golden/bots/ before committing:
 
     .venv/bin/python scripts/make_golden_bots.py
 """

@@ -134,22 +134,29 @@ def _entries(bot: Any) -> dict[str, tuple]:
     return {"decide_rows": rows, "value_per_sample": bids, "margins_now": margins}
 
 
-def _cache_folder() -> Path | None:
+def _cache_folder(dispatcher: Any = decide_rows) -> Path | None:
+    """The folder of Numba's cache of ``dispatcher`` (a compiled function of :mod:`.decisions`)."""
     try:
-        return Path(decide_rows._cache.cache_path)
+        return Path(dispatcher.stats.cache_path)
     except Exception:  # pragma: no cover - Numba without a cache
         return None
 
 
-def _in_cache(entry: str, signature: tuple) -> bool:
-    """Whether Numba's cache holds the entry point for these argument types, so that a call loads it rather than
-    compiling it (Numba's own index; an internal API, so any surprise answers False)."""
+def in_numbas_cache(dispatcher: Any, signature: tuple) -> bool:
+    """Whether Numba's cache holds ``dispatcher``'s machine code for these argument types, so that a call loads it
+    rather than compiling it. Numba has no public API for this: its cache's index is read through private names
+    (``Dispatcher._cache``), which is why numba is pinned below its next release in pyproject.toml and why
+    tests/test_dependencies.py checks this function against a function it compiles. A surprise answers False."""
     try:
-        dispatcher = ENTRIES[entry]
-        key = dispatcher._cache._index_key(signature, dispatcher.targetctx.codegen())
-        return key in dispatcher._cache._cache_file._load_index()
+        cache = dispatcher._cache
+        return cache._index_key(signature, dispatcher.targetctx.codegen()) in cache._cache_file._load_index()
     except Exception:  # pragma: no cover
         return False
+
+
+def _in_cache(entry: str, signature: tuple) -> bool:
+    """Whether Numba's cache holds the entry point ``entry`` for these argument types."""
+    return in_numbas_cache(ENTRIES[entry], signature)
 
 
 def _loaded(entry: str) -> bool:
