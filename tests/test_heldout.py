@@ -1,6 +1,7 @@
 """Held-out opponents (docs/heldout.md): the variants of the heuristics load by name and decide with their style's
-code and their own parameters (their decisions recorded in tests/golden/bots/); the held-out gauntlet plays their tables after the training opponents' and reports them apart;
-and no training config may name one, nor ``revolution train`` take one."""
+code and their own parameters (their decisions recorded in tests/golden/bots/); the held-out gauntlet plays their
+tables after the training opponents' and reports them apart; and no training config may name one, nor
+``revolution train`` take one."""
 
 from __future__ import annotations
 
