@@ -133,14 +133,14 @@ def margin_value(layout: ObservationLayout, scale: float = MARGIN_SCALE) -> Valu
 
 
 def appraisal_value(bot: Agent, scale: float = MARGIN_SCALE) -> Value:
-    """A stand-in for a critic from the heuristics' judgement (:mod:`.appraisal`): the observer's projected margin
-    as ``bot`` (a heuristic) appraises it (expected area points, the support still to come, the lead's worth in
-    an earlier end), squashed by ``tanh(margin / scale)``. It is what the heuristics' bids are built on."""
-    from revolution_env.agents.appraisal import Position  # (numba-free, but only the heuristics' code needs it)
+    """A stand-in for a critic from the heuristics' judgement (:func:`.decisions.appraise`): the observer's
+    projected margin as ``bot`` (a heuristic) appraises it (expected area points, the support still to come, the
+    lead's worth in an earlier end), squashed by ``tanh(margin / scale)``. It is what the heuristics' bids are
+    built on."""
+    from revolution_env.agents.compiled import observers_margins  # only the heuristics' code needs it
 
     def value(observations: np.ndarray) -> np.ndarray:
-        out = [Position(bot.t, bot.layout.decode(o), bot.judgement).U0[0] for o in observations]
-        return np.tanh(np.asarray(out, dtype=np.float64) / scale)
+        return np.tanh(observers_margins(bot, np.asarray(observations)) / scale)
 
     return value
 
