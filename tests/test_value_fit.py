@@ -36,6 +36,7 @@ from tests.test_shipped_bots import DECISIONS, decisions_digest, fixed_states
 
 CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 TWO = str(CHECKPOINTS / "two_players.pt")
+TEXT = str(Path(__file__))  # a file that is neither games nor a checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +93,7 @@ def test_the_games_saved_load_as_they_were(tmp_path, two_player_games):
     both = GameRows.concatenate([two_player_games, back])
     assert both.games == 2 * two_player_games.games and both.game.max() == both.games - 1
     with pytest.raises(ValueError, match="not the games that fit-critic --save-games writes"):
-        GameRows.load(CHECKPOINTS / "two_players.md")
+        GameRows.load(TEXT)
 
 
 def test_the_fit_learns_a_known_function_of_the_observation(two_player_games):
@@ -183,7 +184,7 @@ def test_fit_critic_on_the_command_line(tmp_path, capsys):
         (["--players", "2", "--agents", "value"], "2-player games need at least 2 agents, got 1"),
         (["--players", "2", "--agents", "value", "nobody"], "unknown agent spec 'nobody'"),
         ([str(CHECKPOINTS / "three_players.pt"), "--agents", TWO, "value"], "trained for another environment"),
-        (["--players", "2", "--games-from", str(CHECKPOINTS / "two_players.md")], "not the games that fit-critic"),
+        (["--players", "2", "--games-from", TEXT], "not the games that fit-critic"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path, capsys, argv, message):
@@ -224,7 +225,7 @@ def test_bad_fits_and_files_are_one_line(tmp_path, two_player_games):
         (lambda: revolution_env.load_agent(f"equilibrium:critic={margin}:value", players=2),
          "predicts the margin reward; the search's payoffs are win_loss"),
         (lambda: load_critic(CHECKPOINTS / "three_players.pt", players=3), "carries no critic"),
-        (lambda: load_critic(CHECKPOINTS / "two_players.md", players=2), "is not a Revolution! critic"),
+        (lambda: load_critic(TEXT, players=2), "is not a Revolution! critic"),
         (lambda: revolution_env.load_agent(f"equilibrium:critic={path}:value=margin:value", players=2),
          "critic= scores the states by that critic, value=margin by a stand-in"),
     ]:  # fmt: skip
