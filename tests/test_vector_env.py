@@ -974,7 +974,7 @@ PINNED_HASHES = {
     "agents, 3 players": "181658ee3c88e6a2",
     "random, 2 players (Guy)": "5f0ba3fd84a23958",
     "random, 4 players, area control bonus": "c7c73c676af07979",
-    "first edition, 3 players": "5c230b8c10df241b",
+    "first edition, 3 players": "dba72ba3b8b240ec",
     "token mode, 3 players": "673564b920755de0",
     "self-play, 2 players": "0ce144cc88840b56",
 }
