@@ -14,7 +14,7 @@ from replay_files import another_seed
 from revolution_env.engine.batched import BatchedGame
 from revolution_env.engine.components import BOARDS_DIR, GOLD
 from revolution_env.engine.game import BID, GUY, Decision, Game, IllegalAction, Rules, make_layout
-from revolution_env.engine.kernels import DECK_SHUFFLE, random_states
+from revolution_env.engine.kernels import Meta, random_states
 from revolution_env.engine.random_play import random_bids, random_choice
 from revolution_env.engine.scenario import run_scenario, state_dict
 from revolution_env.env.batched import BatchedView
@@ -90,7 +90,7 @@ def play_both(rules: Rules, n: int, seed: int, check_views: bool, bidding=random
             bids = np.stack([bidding(games[i], rng) for i in waiting])
             batch.submit_bids(waiting, bids)
             for i, b in zip(waiting, bids):
-                priority = int(batch._hist_priority[i, games[i].round - 1]) if L.puppet >= 0 else None
+                priority = int(batch.history.priority[i, games[i].round - 1]) if L.puppet >= 0 else None
                 games[i].submit_bids(b, priority=priority)
         choosing = [i for i, g in enumerate(games) if g.decision is not None and g.decision.kind != BID]
         if choosing:
@@ -176,7 +176,7 @@ def test_the_deck_is_reshuffled_as_the_scalar_engine_reshuffles_it(players: int,
     path.write_text(json.dumps(data))
     rules = Rules(players=players, first_edition=True, board=str(path))
     batch, games, _ = play_both(rules, n=4, seed=2, check_views=True, bidding=card_bids)
-    assert batch.meta[:, DECK_SHUFFLE].min() > (3 * 4 if small else 0)  # several a round with three cards
+    assert batch.meta[:, Meta.DECK_SHUFFLE].min() > (3 * 4 if small else 0)  # several a round with three cards
     assert {"remove"} <= {key for g in games for r in g.history for key in r}
     for i in range(4):
         assert state_dict(run_scenario(batch.export(i))) == batch.state_dict(i)
@@ -284,7 +284,7 @@ def test_a_board_with_more_than_127_tokens_of_a_type_records_and_replays_its_bid
     path.write_text(json.dumps(data))
     batch, games, _ = play_both(Rules(players=3, board=str(path)), n=2, seed=5, check_views=False,
                                 bidding=_all_gold_on_one_character)  # fmt: skip
-    assert batch._hist_bids.max() >= 150
+    assert batch.history.bids.max() >= 150
     for i in range(2):
         assert state_dict(run_scenario(batch.export(i))) == batch.state_dict(i)
     # the vector env on that board: its bids in int16 (count_type) through its step, its games replayed
@@ -308,7 +308,7 @@ def test_a_board_with_more_than_127_tokens_of_a_type_records_and_replays_its_bid
 
 def test_index_arrays_cross_into_the_kernels_contiguous(monkeypatch) -> None:
     """A strided slice of seats is another Numba type than a contiguous array: each kernel compiled twice on a
-    fresh machine (3 s of the main job). The view hands the kernels contiguous int64 arrays whatever it gets."""
+    fresh machine. The view hands the kernels contiguous int64 arrays whatever it gets."""
     from revolution_env.env import batched as view_module
 
     layout = make_layout(Rules(players=3))
@@ -317,7 +317,7 @@ def test_index_arrays_cross_into_the_kernels_contiguous(monkeypatch) -> None:
     view = BatchedView(Codec(layout), ObservationLayout(Codec(layout)))
     seen = []
     for name in ("observe_many", "masks_many"):
-        monkeypatch.setattr(view_module, name, lambda *args: seen.append(args[:3]))
+        monkeypatch.setattr(view_module, name, lambda rows, *args: seen.append(rows))
     pairs = np.array([[0, 0], [1, 1], [2, 2], [3, 0]])
     games, seats = pairs[:, 0], pairs[:, 1]  # strided views
     kinds = np.full(4, int(Decision.BID), dtype=np.int32)
@@ -369,11 +369,11 @@ def _first_random_choices(batch: BatchedGame, states: np.ndarray) -> np.ndarray:
     the history that exports it."""
     from revolution_env.engine.kernels import play_random_many
 
-    history = (batch._hist_spy, batch._hist_apothecary, batch._hist_guy, batch._hist_remove)
+    history = (batch.history.spy, batch.history.apothecary, batch.history.guy, batch.history.remove)
     before = [h.copy() for h in history]
     g = np.arange(batch.n)
-    bad = play_random_many(g, np.ones((batch.n, batch.layout.seats), dtype=bool), batch._st, batch._tb, states,
-                           *history, True)  # fmt: skip
+    rand = batch._random_play(states)._replace(one_at_a_time=True)  # every seat random, one choice per game
+    bad = play_random_many(g, batch.state, batch.tables, batch.history, rand)
     assert bad == -1
     out = np.full(batch.n, -3, dtype=np.int64)
     for old, new in zip(before, history):
@@ -494,7 +494,7 @@ def test_step_is_submit_choose_and_play_random_in_one(variant: str) -> None:
         one.play_random(waiting, random_seat, states_one)
         # two: in one
         two.step(games, bids, values, random_seat, states_two)
-        for a, b in zip(one._st, two._st):
+        for a, b in zip(one.state, two.state):
             np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(states_one, states_two)
     assert one.over.all()
@@ -544,3 +544,33 @@ def test_step_refuses_misplaced_bids_and_choices_not_allowed() -> None:
     g = int(asked[0])
     with pytest.raises(IllegalAction, match=rf"game {g}: .* choice 999 is not allowed"):
         game.step([g], np.zeros((1, 3, L.n_targets, 3), dtype=game.count_type), [999], random_seat, states)
+
+
+# --- the state's form -------------------------------------------------------------------------------------------
+
+
+def test_the_kernels_take_their_state_as_records_and_at_most_six_parameters() -> None:
+    """The batched engine's state travels as typed records (``kernels.State``, ``Tables``, ``History``, ...), not as
+    loose arrays: no compiled function of the engine or of its view takes more than six parameters, and the record
+    a game hands the kernels holds the very arrays it exposes (a copy would leave its attributes behind)."""
+    import ast
+    import inspect
+
+    from revolution_env.engine import kernels
+    from revolution_env.env import batched as view
+
+    counts = {}
+    for module in (kernels, view):
+        for node in ast.parse(inspect.getsource(module)).body:
+            decorators = [d.func if isinstance(d, ast.Call) else d for d in getattr(node, "decorator_list", ())]
+            if any(isinstance(d, ast.Name) and d.id == "jit" for d in decorators):
+                counts[f"{module.__name__}.{node.name}"] = len(node.args.args)
+    assert len(counts) > 40 and "revolution_env.engine.kernels.step_many" in counts
+    assert {name: n for name, n in counts.items() if n > 6} == {}
+    game = BatchedGame(make_layout(Rules(players=2, first_edition=True)), 3, seeds=[1, 2, 3])
+    assert isinstance(game.state, kernels.State) and isinstance(game.tables, kernels.Tables)
+    for name, array in game.state._asdict().items():
+        assert array is getattr(game, name), name
+    assert game.meta.shape == (3, len(kernels.Meta)) and game.tables.cfg.shape == (len(kernels.Cfg),)
+    assert game.tables.cfg[kernels.Cfg.PUPPET] == game.layout.puppet == 2
+    assert (game.meta[:, kernels.Meta.KIND] == Decision.BID).all() and (game.round == 1).all()

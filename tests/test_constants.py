@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from revolution_env.agents import decisions
+from revolution_env.engine import game as engine_game
 from revolution_env.engine import kernels
 from revolution_env.engine.components import BLACKMAIL, FORCE, GOLD, TOKEN_TYPES, Token
 from revolution_env.engine.game import BID, OVER, Decision, Game, Phase, Rules, make_layout
@@ -26,10 +27,14 @@ def test_the_token_types_are_one_enum_named_as_files_write_them():
     assert np.arange(3)[GOLD] == 2  # an index into every array of three
 
 
-def test_compiled_code_reads_plain_ints_derived_from_the_enums():
+def test_compiled_code_reads_the_enums_and_the_bots_plain_ints_derived_from_them():
+    # the batched engine's kernels read the enums themselves (Numba compiles a member as its number) ...
+    for name in ("BIDDING", "SCHEMING", "RESOLUTION", "OVER", "BID", "GUY", "SPY", "APOTHECARY_FIRST", "REMOVE"):
+        member = getattr(kernels, name)
+        assert isinstance(member, (Phase, Decision)) and member is getattr(engine_game, name), name
+    assert kernels.NONE is Decision.NONE
+    # ... and the compiled bots plain ints derived from them
     pairs = [
-        (kernels.BIDDING, Phase.BIDDING), (kernels.SCHEMING, Phase.SCHEMING),
-        (kernels.RESOLUTION, Phase.RESOLUTION), (kernels.OVER, Phase.OVER),
         (kernels.K_NONE, Decision.NONE), (kernels.K_BID, Decision.BID), (kernels.K_GUY, Decision.GUY),
         (kernels.K_SPY, Decision.SPY), (kernels.K_APO1, Decision.APOTHECARY_FIRST),
         (kernels.K_APO2, Decision.APOTHECARY_SECOND), (kernels.K_REMOVE, Decision.REMOVE),

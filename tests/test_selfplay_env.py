@@ -14,7 +14,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 import revolution_env
-from revolution_env.engine.kernels import K_BID, K_NONE
+from revolution_env.engine.game import Decision
 from revolution_env.env.encoding import IllegalActionError
 from revolution_env.env.tokens import TokenCodec
 from tests.test_vector_env import VARIANTS as VECTOR_VARIANTS
@@ -58,7 +58,7 @@ class Scalar:
         if scenario is not None:
             self.coins[g].land = lambda: scenario["rounds"][r - 1]["priority"]
         else:
-            self.coins[g].land = lambda: int(self.env.game._hist_priority[g, r - 1])
+            self.coins[g].land = lambda: int(self.env.game.history.priority[g, r - 1])
 
 
 def compare_rows(env, obs, info, g: int, seen: dict) -> None:
@@ -84,7 +84,7 @@ def play_against_the_aec_env(options: dict, games: int, seed: int, ended_at_leas
                 assert info["decision"][g * P + s] == aec.infos[agent]["decision"]
         actions = random_actions(env, rng)
         kinds = info["decision"]
-        counts["other decisions"] += int((kinds > K_BID).sum())
+        counts["other decisions"] += int((kinds > Decision.BID).sum())
         obs, rewards, terminated, truncated, info = env.step(actions)
         counts["steps"] += 1
         finished = iter(env.pop_finished())  # in the order of the games
@@ -142,7 +142,7 @@ def test_token_mode_rows_see_what_the_parallel_env_shows_their_seats(variant: st
             compare_rows(env, obs, info, g, scalar.seen[g])
         actions = random_actions(env, rng)
         kinds = info["decision"]
-        waited += int(((kinds == K_NONE) & (env.game.kind[env.row_game] == K_BID)).sum())
+        waited += int(((kinds == Decision.NONE) & (env.game.kind[env.row_game] == Decision.BID)).sum())
         obs, rewards, terminated, truncated, info = env.step(actions)
         finished = iter(env.pop_finished())
         for g, par in enumerate(scalar.envs):
@@ -177,20 +177,20 @@ def test_api_rows_spaces_and_autoreset() -> None:
     obs, info = env.reset(seed=2)
     assert obs.shape == (20, env.single_observation_space.shape[0]) and obs.dtype == np.float32
     assert env.action_masks().shape == (20, int(env.single_action_space.nvec.sum()))
-    assert (info["decision"] == K_BID).all()  # every seat bids in the first step
+    assert (info["decision"] == Decision.BID).all()  # every seat bids in the first step
     rng = np.random.default_rng(0)
     before = env.decisions_made
     for _ in range(80):
         kinds = env.decisions
         obs, rewards, terminated, truncated, info = env.step(random_actions(env, rng))
-        assert env.decisions_made - before == (kinds != K_NONE).sum()
+        assert env.decisions_made - before == (kinds != Decision.NONE).sum()
         before = env.decisions_made
         assert env.observation_space.contains(obs)
         done = terminated | truncated
         assert (rewards[~done] == 0).all() and np.isin(rewards[done], (-1.0, 1.0)).all()
         np.testing.assert_array_equal(info["action_mask"], env.action_masks())
         np.testing.assert_array_equal(info["decision"], env.decisions)
-        waiting = info["decision"] == K_NONE  # a waiting row's mask is the no-op alone
+        waiting = info["decision"] == Decision.NONE  # a waiting row's mask is the no-op alone
         assert (env.action_masks()[waiting].sum(1) == len(env.single_action_space.nvec)).all()
         if done.any():
             assert info["_final_obs"].sum() == done.sum() and done.sum() % 4 == 0
@@ -254,7 +254,7 @@ def test_the_actions_of_rows_with_nothing_to_decide_are_ignored(action_mode: str
     waited = 0
     for _ in range(150):
         actions = random_actions(plain, rng)
-        waiting = plain.decisions == K_NONE
+        waiting = plain.decisions == Decision.NONE
         waited += int(waiting.sum())
         garbage = actions.copy()
         garbage[waiting] = rng.integers(-5, 50, size=garbage[waiting].shape)
@@ -278,7 +278,7 @@ def test_an_illegal_action_ends_its_game_with_minus_one_to_the_offender() -> Non
     np.testing.assert_array_equal(info["illegal_action"], np.arange(9) == offender)
     np.testing.assert_array_equal(info["final_info"]["illegal_action"][3:6], [0, 0, 1])
     assert env.pop_finished() == []  # an illegal action ends a game that is no game
-    assert env.game.round[1] == 1 and (info["decision"][3:6] == K_BID).all()  # a new game in its place
+    assert env.game.round[1] == 1 and (info["decision"][3:6] == Decision.BID).all()  # a new game in its place
     np.testing.assert_array_equal(env.game.revealed_round, [1, 0, 1])  # the others' bids went in
 
 

@@ -18,8 +18,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from replay_files import another_seed
 
 import revolution_env
-from revolution_env.engine.kernels import K_BID
+from revolution_env.engine.game import Decision
 from revolution_env.engine.scenario import run_scenario, state_dict
+from revolution_env.env.batched import Rows
 from revolution_env.env.encoding import NONE, Codec, IllegalActionError
 from revolution_env.env.observation import ObservationLayout
 from revolution_env.env.tokens import TokenCodec
@@ -258,14 +259,14 @@ def test_the_actions_check_and_read_in_one_pass_as_apart(variant: str) -> None:
         for a in (actions, bad):
             bids = np.full((env.num_envs, env.players, env.codec.T, 3), -1, dtype=game.count_type)
             values = np.full(env.num_envs, -9, dtype=np.int64)
-            ok, part = view.decider(a, masks, kinds, every, env.seat, game.tokens, bids, values)
+            ok, part = view.decider(a, masks, Rows(every, env.seat, kinds), game.tokens, (bids, values))
             part(0, env.num_envs)
             legal = view.legal(a, masks) | (kinds == NONE)
             np.testing.assert_array_equal(ok, legal)
-            bidding = every[legal & (kinds == K_BID)]
+            bidding = every[legal & (kinds == Decision.BID)]
             counts = view.bid_counts(a[bidding], game.tokens[bidding, env.seat[bidding]])
             np.testing.assert_array_equal(bids[bidding, env.seat[bidding]], counts)
-            choosing = every[legal & (kinds > K_BID)]
+            choosing = every[legal & (kinds > Decision.BID)]
             expected = view.engine_choices(a[choosing, 0], env.seat[choosing], kinds[choosing])
             np.testing.assert_array_equal(values[choosing], expected)
             untouched = np.ones(env.num_envs, dtype=bool)
@@ -277,9 +278,9 @@ def test_the_actions_check_and_read_in_one_pass_as_apart(variant: str) -> None:
     with pytest.raises(ValueError, match="engine_choices: seats from 0 to"):  # read unchecked in the compiled loop
         view.engine_choices(np.ones(2, dtype=np.int64), np.array([0, env.players]), np.full(2, 5))
     with pytest.raises(ValueError, match="games or seats outside bids"):  # written unchecked in the compiled loop
-        view.decider(actions, masks, kinds, every + 1, env.seat, game.tokens, bids, values)
+        view.decider(actions, masks, Rows(every + 1, env.seat, kinds), game.tokens, (bids, values))
     with pytest.raises(ValueError, match=r"bids: expected a contiguous int8 array \(count_type\)"):
-        view.decider(actions, masks, kinds, every, env.seat, game.tokens, bids.astype(np.int64), values)
+        view.decider(actions, masks, Rows(every, env.seat, kinds), game.tokens, (bids.astype(np.int64), values))
 
 
 def _same(a, b, where: str) -> None:
@@ -646,7 +647,7 @@ def test_an_opponent_that_breaks_the_mask_fails_the_step_that_needs_its_bid(monk
     dims = len(revolution_env.vector_env(1, players=3, opponents="random").codec.nvec)
     env = revolution_env.vector_env(3, players=3, opponents=_BreaksTheMask(dims))
     env.reset(seed=0)  # the first round's bids are decided here: no error yet
-    assert (env._kinds == K_BID).all()
+    assert (env._kinds == Decision.BID).all()
     with pytest.raises(RuntimeError, match="opponent 'breaks the mask' broke the mask in env 0"):
         env.step(random_actions(env, np.random.default_rng(0)))
 
@@ -695,11 +696,11 @@ def test_token_mode_observations_and_masks_match_the_scalar_env(variant: str) ->
         kinds = env._kinds.copy()
         obs, _, terminated, truncated, _ = env.step(actions)
         for i in range(4):
-            if kinds[i] == K_BID and held[i].any():
+            if kinds[i] == Decision.BID and held[i].any():
                 t, c = divmod(int(actions[i]), codec.T)
                 building[i, c, t] += 1
                 last[i] = actions[i]
-            if kinds[i] != K_BID or (building[i].sum(0) == held[i]).all() or terminated[i] or truncated[i]:
+            if kinds[i] != Decision.BID or (building[i].sum(0) == held[i]).all() or terminated[i] or truncated[i]:
                 building[i], last[i] = 0, -1  # the bid went in (or the game ended): a new one starts empty
     assert compared["bid"] > 200
     if VARIANTS[variant]["players"] == 2:
@@ -718,7 +719,7 @@ def test_token_mode_plays_the_bid_modes_games_token_by_token() -> None:
     games = 0
     while games < 3:
         action = random_actions(bid, rng)
-        if bid._kinds[0] == K_BID:
+        if bid._kinds[0] == Decision.BID:
             held = bid.game.tokens[0, bid.seat[0]]
             sequence = tokens.sequence(bid.codec.bid_counts(action[0], held))
         else:
@@ -948,3 +949,75 @@ def test_the_benchmark_trains_the_default_config_and_its_random_league(monkeypat
         (default.league.heuristics, default.league.p_heuristics, 0, None, 1, "1"),  # one thread for PPO and opponents
     ]
     assert "REVOLUTION_THREADS" not in os.environ  # set back after the run on one thread
+
+
+# --- the same games, pinned -------------------------------------------------------------------------------------
+
+# Hashes of 150 steps of uniform random legal play (obs, masks, rewards, ends, decisions, the finished games'
+# scenarios and final states) in configurations that between them run every part of the batched engine and its
+# view: random opponents (the step in one pass), heuristic bots (their own bids and choices in batch), two players
+# (Guy), four players, the first edition (its deck), the token mode, and self-play. A change meant to keep the games
+# (a refactoring, a speed-up) must leave them as they are; a change of the rules or of the draws changes them, and
+# the hashes are then written anew from the new code (``python tests/test_vector_env.py``), with the reason in the
+# commit.
+PINNED_CONFIGURATIONS = {
+    "random, 3 players": dict(players=3),
+    "agents, 3 players": dict(players=3, opponents=["value", "area"]),
+    "random, 2 players (Guy)": dict(players=2),
+    "random, 4 players, area control bonus": dict(players=4, area_control_bonus=True),
+    "first edition, 3 players": dict(players=3, first_edition=True),
+    "token mode, 3 players": dict(players=3, action_mode="tokens"),
+    "self-play, 2 players": dict(players=2, selfplay=True),
+}
+PINNED_HASHES = {
+    "random, 3 players": "5b3d5fd118632bf9",
+    "agents, 3 players": "181658ee3c88e6a2",
+    "random, 2 players (Guy)": "5f0ba3fd84a23958",
+    "random, 4 players, area control bonus": "c7c73c676af07979",
+    "first edition, 3 players": "dba72ba3b8b240ec",
+    "token mode, 3 players": "673564b920755de0",
+    "self-play, 2 players": "0ce144cc88840b56",
+}
+
+
+def pinned_games_hash(options: dict, steps: int = 150, num: int = 16) -> str:
+    """The hash of ``steps`` steps of uniform random legal play (each dimension's value uniform among those its
+    part of the mask allows) in a vector env of ``num`` games made with ``options`` (``selfplay``: the self-play
+    env), seeded 0."""
+    import hashlib
+
+    options = dict(options)
+    if options.pop("selfplay", False):
+        env = revolution_env.selfplay_vector_env(num, **options)
+    else:
+        env = revolution_env.vector_env(num, **options)
+    rng = np.random.default_rng(0)
+    digest = hashlib.sha256()
+    obs, info = env.reset(seed=0)
+    for step in range(steps + 1):
+        masks = env.action_masks()
+        for part in (obs, masks, info["decision"]):
+            digest.update(np.ascontiguousarray(part).tobytes())
+        if step == steps:
+            break
+        score = rng.random(masks.shape) + masks  # an allowed value beats every other
+        if isinstance(env.single_action_space, spaces.Discrete):
+            actions = score.argmax(1)
+        else:
+            ends = np.cumsum(env.single_action_space.nvec)
+            actions = np.stack([part.argmax(1) for part in np.split(score, ends[:-1], axis=1)], axis=1)
+        obs, rewards, terminated, truncated, info = env.step(actions)
+        for part in (rewards.astype(np.float64), terminated, truncated):
+            digest.update(np.ascontiguousarray(part).tobytes())
+    digest.update(json.dumps(env.pop_finished(), sort_keys=True).encode())
+    return digest.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("name", list(PINNED_CONFIGURATIONS))
+def test_the_games_of_pinned_configurations_are_unchanged(name: str) -> None:
+    assert pinned_games_hash(PINNED_CONFIGURATIONS[name]) == PINNED_HASHES[name]
+
+
+if __name__ == "__main__":  # the pinned hashes, written anew from this code
+    for name, options in PINNED_CONFIGURATIONS.items():
+        print(f"    {name!r}: {pinned_games_hash(options)!r},")

@@ -225,7 +225,8 @@ def win_share(
 ) -> float:
     """``agent``'s mean win share (:meth:`GameResult.win_share`) over ``games`` games, its seat rotating game by
     game, every other seat held by ``opponent()`` (default: a random bot); game ``i`` is played with seed
-    ``seed + i``. For a quick figure from a script; tournaments with intervals are :mod:`revolution_env.evaluation`'s."""
+    ``seed + i``. For a quick figure from a script; tournaments with intervals are
+    :mod:`revolution_env.evaluation`'s."""
     if games < 1:
         raise ValueError(f"games: expected at least 1, got {games}")
     options = dict(env_options)

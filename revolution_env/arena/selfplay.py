@@ -1,17 +1,33 @@
 """``revolution_env.selfplay_vector_env``: pure self-play in batch, every seat of every game a row of one learner.
 
-| property        | value                                                                                          |
-|-----------------|------------------------------------------------------------------------------------------------|
-| class           | :class:`SelfPlayVectorEnv`, a ``gymnasium.vector.VectorEnv`` of ``num_envs = num_games * players`` rows |
-| rows            | row ``r`` is seat ``r % players`` of game ``r // players`` (``row_game``, ``row_seat``); the two-player variant's puppet has no row (the rules play it) |
-| observation     | each row its seat's own observation, the scalar env's for that seat (float32 ``Box``), or with ``mask_in_obs=True`` a ``Dict`` of ``"observation"`` and ``"action_mask"`` |
-| action          | one per row: ``MultiDiscrete(nvec)`` (``single_action_space``); with ``action_mode="tokens"`` ``Discrete(n)``, one token of the seat's bid per step (``revolution_env.env.tokens``) |
-| decisions       | a bid is one step for every player seat at once; a Guy, Spy or Apothecary decision a step of its seat's row alone; a row with nothing to decide gets ``Decision.NONE`` (its mask allows only the no-op) and its action is ignored. ``info["decision"]`` says which rows decide |
-| masks           | ``action_masks()``: bool ``(num_envs, sum(nvec))`` (token mode: ``(num_envs, n)``); also ``info["action_mask"]`` |
-| reward          | each row its seat's: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``, as the scalar env |
-| autoreset       | ``SAME_STEP``, per game: the step that ends a game returns the next game's first observations in all its rows; their last ones are in ``info["final_obs"]`` (an object array, ``None`` in other rows) and ``info["final_info"]`` (``seat``, ``won``, ``support``, ``rounds``, ``illegal_action``) |
-| illegal actions | ``illegal="terminate"`` (default): the game ends, -1 to each offending row and 0 to its other rows, as the Parallel env; ``illegal="raise"``: :class:`IllegalActionError` before anything changes |
-| finished games  | ``pop_finished()``: ``(scenario, final_state)`` pairs that ``revolution scenario`` replays        |
+class
+    :class:`SelfPlayVectorEnv`, a ``gymnasium.vector.VectorEnv`` of ``num_envs = num_games * players`` rows
+rows
+    row ``r`` is seat ``r % players`` of game ``r // players`` (``row_game``, ``row_seat``); the two-player
+    variant's puppet has no row (the rules play it)
+observation
+    each row its seat's own observation, the scalar env's for that seat (float32 ``Box``), or with
+    ``mask_in_obs=True`` a ``Dict`` of ``"observation"`` and ``"action_mask"``
+action
+    one per row: ``MultiDiscrete(nvec)`` (``single_action_space``); with ``action_mode="tokens"`` ``Discrete(n)``,
+    one token of the seat's bid per step (``revolution_env.env.tokens``)
+decisions
+    a bid is one step for every player seat at once; a Guy, Spy or Apothecary decision a step of its seat's row
+    alone; a row with nothing to decide gets ``Decision.NONE`` (its mask allows only the no-op) and its action is
+    ignored. ``info["decision"]`` says which rows decide
+masks
+    ``action_masks()``: bool ``(num_envs, sum(nvec))`` (token mode: ``(num_envs, n)``); also ``info["action_mask"]``
+reward
+    each row its seat's: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``, as the scalar env
+autoreset
+    ``SAME_STEP``, per game: the step that ends a game returns the next game's first observations in all its rows;
+    their last ones are in ``info["final_obs"]`` (an object array, ``None`` in other rows) and
+    ``info["final_info"]`` (``seat``, ``won``, ``support``, ``rounds``, ``illegal_action``)
+illegal actions
+    ``illegal="terminate"`` (default): the game ends, -1 to each offending row and 0 to its other rows, as the
+    Parallel env; ``illegal="raise"``: :class:`IllegalActionError` before anything changes
+finished games
+    ``pop_finished()``: ``(scenario, final_state)`` pairs that ``revolution scenario`` replays
 
 In the token mode every seat builds its bid one token a step, all at once; a seat whose bid is complete waits
 with ``NONE`` (its observation still shows its bid) until every bid of its game is complete, and then the game's

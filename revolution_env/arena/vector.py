@@ -1,15 +1,25 @@
 """``revolution_env.vector_env``: many single-agent games stepped in batch (docs/environment.md §5 "Vectorised").
 
-| property        | value                                                                                          |
-|-----------------|------------------------------------------------------------------------------------------------|
-| class           | :class:`RevolutionVectorEnv`, a ``gymnasium.vector.VectorEnv`` of ``num_envs`` games            |
-| one game        | like ``gym_env``: the learner plays one seat (``seat``, or drawn per episode), ``opponents`` the others |
-| observation     | the learner's observation vector (float32 ``Box`` with declared bounds), or with ``mask_in_obs=True`` a ``Dict`` of ``"observation"`` and ``"action_mask"`` |
-| action          | ``MultiDiscrete(nvec)`` per game (``single_action_space``), one row per game; with ``action_mode="tokens"`` ``Discrete(n)``, one token of the bid per step (``revolution_env.env.tokens``) |
-| masks           | ``action_masks()``: bool ``(num_envs, sum(nvec))`` (token mode: ``(num_envs, n)``); also ``info["action_mask"]`` |
-| reward          | the learner's: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``, as the scalar env     |
-| autoreset       | ``SAME_STEP`` (Gymnasium 1.x ``AutoresetMode.SAME_STEP``): the step that ends a game returns the next game's first observation; the last one is in ``info["final_obs"]`` (an object array, ``None`` where no game ended) and ``info["final_info"]`` |
-| finished games  | ``pop_finished()``: ``(scenario, final_state)`` pairs that ``revolution scenario`` replays        |
+class
+    :class:`RevolutionVectorEnv`, a ``gymnasium.vector.VectorEnv`` of ``num_envs`` games
+one game
+    like ``gym_env``: the learner plays one seat (``seat``, or drawn per episode), ``opponents`` the others
+observation
+    the learner's observation vector (float32 ``Box`` with declared bounds), or with ``mask_in_obs=True`` a ``Dict``
+    of ``"observation"`` and ``"action_mask"``
+action
+    ``MultiDiscrete(nvec)`` per game (``single_action_space``), one row per game; with ``action_mode="tokens"``
+    ``Discrete(n)``, one token of the bid per step (``revolution_env.env.tokens``)
+masks
+    ``action_masks()``: bool ``(num_envs, sum(nvec))`` (token mode: ``(num_envs, n)``); also ``info["action_mask"]``
+reward
+    the learner's: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``, as the scalar env
+autoreset
+    ``SAME_STEP`` (Gymnasium 1.x ``AutoresetMode.SAME_STEP``): the step that ends a game returns the next game's
+    first observation; the last one is in ``info["final_obs"]`` (an object array, ``None`` where no game ended) and
+    ``info["final_info"]``
+finished games
+    ``pop_finished()``: ``(scenario, final_state)`` pairs that ``revolution scenario`` replays
 
 Every game is held by one :class:`revolution_env.engine.batched.BatchedGame`. Opponents: ``"random"`` is played by the
 engine's compiled random play (``random_bids`` and ``play_random``'s rule: each token to a uniform legal target, each
@@ -20,7 +30,7 @@ thread reading its games' actions, stepping them and observing them in turn
 (:meth:`~RevolutionVectorEnv._decide_and_observe`).
 Any agent with ``act_batch(observations, masks, decisions) -> actions`` is called once per step for all the games it
 plays in: a policy checkpoint in one forward pass (``PolicyAgent.act_batch``), a heuristic bot through its compiled code
-(``revolution_env.agents.compiled``: the same decisions as its ``act`` on each row in turn, about 0.2 ms a bid).
+(``revolution_env.agents.compiled``: the same decisions as its ``act`` on each row in turn).
 Other agents are called per game through their scalar ``act(observation, info)`` on observations built in batch.
 An agent's bids of a round are decided when the round begins, in the opponents' threads while the learner decides
 (a bid reads only the round's state, which the learner's secret bid does not change); the games are the same on
@@ -46,6 +56,7 @@ from revolution_env.common.workers import Pace, opponent_threads, thread_pool
 from revolution_env.engine import batched
 from revolution_env.engine import kernels as K
 from revolution_env.engine.game import Decision
+from revolution_env.env.batched import Rows
 
 # --- opponents -------------------------------------------------------------------------------------------------
 
@@ -235,8 +246,8 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         count = self.game.count_type
         self._bids = np.empty((self.num_envs, self.players, self.codec.T, 3), dtype=count)  # rows unread but those
         self._values = np.zeros(self.num_envs, dtype=np.int64)  # of deciding games and seats
-        ok, part = self.view.decider(actions, self._masks, kinds, self._everyone, self.seat, self.game.tokens,
-                                     self._bids, self._values)  # fmt: skip
+        rows = Rows(self._everyone, self.seat, kinds)
+        ok, part = self.view.decider(actions, self._masks, rows, self.game.tokens, (self._bids, self._values))
         in_parts(self.num_envs, part)
         return ok
 
@@ -245,22 +256,22 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         is drawn between a step's choices; illegal actions that end the game, not raise): the actions checked and
         read, the games stepped and observed in one pass over the games, in parts side by side (one hand-off
         between threads a step instead of three, and each part's games stepped and observed while in its core's
-        cache). The same games as the passes apart, but for D9's coin: with two players, the game of an illegal bid flips
-        it too (its flip is drawn before the bids are read, for every game waiting for bids)."""
-        if (self.tokens is not None or len(self._table) > 1 or self.layout.card_space >= 0
-                or self.config.illegal == "raise"):  # fmt: skip
+        cache). The same games as the passes apart, but for D9's coin: with two players, the game of an illegal bid
+        flips it too (its flip is drawn before the bids are read, for every game waiting for bids)."""
+        all_random = len(self._table) == 1  # the table's first opponent is "random"
+        if not all_random or self.tokens is not None or self.layout.card_space >= 0 or self.config.illegal == "raise":
             return None
         game, view, everyone, seat = self.game, self.view, self._everyone, self.seat
         n = self.num_envs
         bids = np.empty((n, self.players, self.codec.T, 3), dtype=game.count_type)  # rows unread but the bidders'
         values = np.zeros(n, dtype=np.int64)
-        outcome = np.full(n, K.DECIDED, dtype=np.int64)
+        outcome = np.full(n, int(K.Outcome.DECIDED), dtype=np.int64)
         obs = np.empty((n, view.ol.size), dtype=np.float32)  # each row zeroed by the loop that fills it
         masks = np.empty((n, self.codec.size), dtype=bool)
         now = np.empty(n, dtype=np.int64)  # the decisions faced after the step
-        ok, decide = view.decider(actions, self._masks, kinds, everyone, seat, game.tokens, bids, values)
+        ok, decide = view.decider(actions, self._masks, Rows(everyone, seat, kinds), game.tokens, (bids, values))
         run, refused = game.step_parts(kinds == K.K_BID, self.opponent_of == 0, self._random_states)
-        observe = view.observer(game, everyone, seat, now, obs, masks, fresh=True)
+        observe = view.observer(game, Rows(everyone, seat, now), obs, masks, fresh=True)
 
         def part(lo: int, hi: int) -> None:
             decide(lo, hi)
@@ -413,18 +424,17 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         game = self.game
         everyone = np.arange(self.num_envs)
         while True:
-            kind = game.meta[:, K.KIND]
-            waiting = everyone[(kind >= K.K_GUY) & (game.meta[:, K.DSEAT] != self.seat)]
+            waiting = everyone[(game.kind >= K.K_GUY) & (game.decider != self.seat)]
             if len(waiting) == 0:
                 return
-            seats = game.meta[waiting, K.DSEAT]
+            seats = game.decider[waiting]
             which = self.opponent_of[waiting, seats]
             if (which == 0).any():
                 game.play_random(waiting[which == 0], random_seat, self._random_states)
                 if (which == 0).all():
                     continue
                 waiting, seats, which = waiting[which != 0], seats[which != 0], which[which != 0]
-            kinds = kind[waiting]
+            kinds = game.kind[waiting]
             values = np.zeros(len(waiting), dtype=np.int64)
             jobs = []
             for index in _present(which):

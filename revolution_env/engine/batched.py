@@ -24,30 +24,19 @@ from revolution_env.common.jit import in_parts
 from revolution_env.engine import kernels as K
 from revolution_env.engine.components import TOKEN_TYPES
 from revolution_env.engine.game import DECK_STREAM, Decision, IllegalAction, Layout, Phase, clean_bids, seed_stream
-from revolution_env.engine.kernels import (
-    APO_AREA,
-    APO_SEAT,
-    DECK_LEFT,
-    DECK_SHUFFLE,
-    DSEAT,
-    GUY_COUNT,
-    GUY_LAST,
-    KIND,
-    PHASE,
-    REVEALED_ROUND,
-    ROUND,
-    SPY_OWNER,
-    TRUNCATED,
-)
+from revolution_env.engine.kernels import Cfg, History, Meta, Outcome, RandomPlay, State, Tables
 from revolution_env.engine.scenario import MODES, export_game, run_scenario
 
-# The fewest games of a part where a call steps games side by side (common.jit.in_parts): a game's step costs about
-# a microsecond, four times an observation's, so that parts of 512 games pay for the hand-off to a thread (a
-# 4,096-game vector env with random opponents: 28% more steps/s than with in_parts' 2,048, 2 cores, quiet; as fast
-# as before beside one busy process)
+# The fewest games of a part where a call steps games side by side (common.jit.in_parts): a game's step costs four
+# times an observation's, so that parts of 512 games pay for the hand-off to a thread, and the vector env steps
+# faster with them than with in_parts' default (measured in the commit that set it)
 GAME_ROWS = 512
 HISTORY_START = 32  # rounds of history kept per game before the buffer grows
 MAX_GUY_CHOICES = 7  # D12: at most six Guy bids, then a pass
+# The numbers NumPy compares arrays with here as plain ints (as kernels.K_BID): with an IntEnum member it takes a far
+# slower path.
+_OVER = int(Phase.OVER)
+_DECIDED, _MISPLACED, _REFUSED = int(Outcome.DECIDED), int(Outcome.MISPLACED_BID), int(Outcome.REFUSED_CHOICE)
 
 
 def _count_type(most: int) -> type:
@@ -70,42 +59,44 @@ def _card_draws(L: Layout) -> int:
     return L.players * L.components.card_max_gold if L.card_space >= 0 else 0
 
 
-def _tables(L: Layout) -> tuple[np.ndarray, ...]:
+def _tables(L: Layout) -> Tables:
+    """What the kernels read of the layout ``L``."""
     comp = L.components
     deck = comp.deck if L.card_space >= 0 else ()
-    cfg = np.zeros(K.N_CFG, dtype=np.int64)
-    cfg[K.C_CHARS] = L.n_characters
-    cfg[K.C_TARGETS] = L.n_targets
-    cfg[K.C_SEATS] = L.seats
-    cfg[K.C_PLAYERS] = L.players
-    cfg[K.C_AREAS] = len(L.spaces)
-    cfg[K.C_PUPPET] = L.puppet
-    cfg[K.C_SCHEMING] = L.scheming
-    cfg[K.C_SPY] = L.spy
-    cfg[K.C_APO] = L.apothecary
-    cfg[K.C_REFUNDS] = bool(L.rules.bid_refunds)
-    cfg[K.C_ACB] = L.rules.area_control_bonus
-    cfg[K.C_MAX_ROUNDS] = L.rules.max_rounds
-    cfg[K.C_MAX_CHARS] = comp.max_characters_per_bid
-    cfg[K.C_PATRONAGE] = comp.patronage_minimum
-    cfg[K.C_CARD] = L.card_space
-    cfg[K.C_CARD_MAX] = comp.card_max_gold
-    cfg[K.C_DECK] = len(deck)
-    # the shuffle in use and enough drawn ahead for the draws of one call (a call draws at most one round's cards)
-    cfg[K.C_SLOTS] = 1 + max(1, -(-_card_draws(L) // max(len(deck), 1)))
-    return (
-        cfg,
-        L.legal.astype(np.bool_),
-        L.strength.astype(np.int64),
-        L.rewards.astype(np.int64),
-        np.array([ch.support for ch in L.card], dtype=np.int64),
-        np.array([ch.area for ch in L.card], dtype=np.int64),
-        L.spaces.astype(np.int64),
-        L.area_support.astype(np.int64),
-        L.token_points.astype(np.int64),
-        np.array([c.support for c in deck], dtype=np.int64),
-        np.array([c.tokens for c in deck], dtype=np.int64).reshape(len(deck), 3),
-        np.array([c.remove for c in deck], dtype=np.bool_),
+    numbers = {
+        Cfg.CHARS: L.n_characters,
+        Cfg.TARGETS: L.n_targets,
+        Cfg.SEATS: L.seats,
+        Cfg.PLAYERS: L.players,
+        Cfg.AREAS: len(L.spaces),
+        Cfg.PUPPET: L.puppet,
+        Cfg.SCHEMING: L.scheming,
+        Cfg.SPY: L.spy,
+        Cfg.APOTHECARY: L.apothecary,
+        Cfg.REFUNDS: bool(L.rules.bid_refunds),
+        Cfg.AREA_CONTROL_BONUS: L.rules.area_control_bonus,
+        Cfg.MAX_ROUNDS: L.rules.max_rounds,
+        Cfg.MAX_CHARACTERS: comp.max_characters_per_bid,
+        Cfg.PATRONAGE: comp.patronage_minimum,
+        Cfg.CARD: L.card_space,
+        Cfg.CARD_MAX: comp.card_max_gold,
+        Cfg.DECK: len(deck),
+        # the shuffle in use and enough drawn ahead for the draws of one call (a call draws at most one round's cards)
+        Cfg.SLOTS: 1 + max(1, -(-_card_draws(L) // max(len(deck), 1))),
+    }
+    return Tables(
+        cfg=np.array([numbers[entry] for entry in Cfg], dtype=np.int64),
+        legal=L.legal.astype(np.bool_),
+        strength=L.strength.astype(np.int64),
+        rewards=L.rewards.astype(np.int64),
+        char_support=np.array([ch.support for ch in L.card], dtype=np.int64),
+        char_area=np.array([ch.area for ch in L.card], dtype=np.int64),
+        spaces=L.spaces.astype(np.int64),
+        area_support=L.area_support.astype(np.int64),
+        token_points=L.token_points.astype(np.int64),
+        card_support=np.array([c.support for c in deck], dtype=np.int64),
+        card_tokens=np.array([c.tokens for c in deck], dtype=np.int64).reshape(len(deck), 3),
+        card_remove=np.array([c.remove for c in deck], dtype=np.bool_),
     )
 
 
@@ -118,6 +109,10 @@ class BatchedGame:
     ``rng`` draws D9's coin flips (a scenario exported by :meth:`export` carries the resulting ``priority``); the
     first edition's shuffles come from each game's seed, as the scalar engine's do. Bids are held in
     :attr:`count_type` (:func:`count_type`: int8 on the printed board), the rest of the state in int64.
+
+    The arrays are attributes (``tokens``, ``bank``, ``meta``, ...), and the records the kernels take:
+    :attr:`state` (:class:`~revolution_env.engine.kernels.State`, the same arrays), :attr:`tables` (the layout's) and
+    :attr:`history` (each game's story for export, replaced as it grows).
     """
 
     def __init__(self, layout: Layout, n: int, seeds: Any = None, rng: np.random.Generator | None = None) -> None:
@@ -139,31 +134,38 @@ class BatchedGame:
         self.revealed = np.zeros((n, S, T, 3), dtype=count)
         self.winners = np.full((n, T), -2, dtype=np.int64)
         self.scheming_gold = np.zeros((n, S), dtype=np.int64)
-        self.meta = np.zeros((n, K.N_META), dtype=np.int64)
+        self.meta = np.zeros((n, len(Meta)), dtype=np.int64)
         self.final_support = np.zeros((n, S), dtype=np.int64)
         self.final_tokens = np.zeros((n, S), dtype=np.int64)
         self.final_areas = np.zeros((n, S), dtype=np.int64)
         self.final_win = np.zeros((n, S), dtype=np.bool_)
         self.seeds = np.zeros(n, dtype=np.int64)
-        self._tb = _tables(L)
-        cfg = self._tb[0]
-        D = int(cfg[K.C_DECK])
-        self.deck = np.zeros((n, int(cfg[K.C_SLOTS]), D), dtype=np.int64)
+        self.tables = _tables(L)
+        cfg = self.tables.cfg
+        D = int(cfg[Cfg.DECK])
+        self.deck = np.zeros((n, int(cfg[Cfg.SLOTS]), D), dtype=np.int64)
         self.card_queue = np.zeros((n, S), dtype=np.int64)
         self.drawn = np.zeros((n, S, D), dtype=np.int64)
         self._deck_rngs: list[np.random.Generator | None] = [None] * n  # each game's D15 shuffles
         self._shuffles = np.zeros(n, dtype=np.int64)  # shuffles drawn into `deck` so far, per game
-        self._st = tuple(getattr(self, name) for name in K.STATE_FIELDS)
-        # The story of each game, for export: raw bids and priority per round, and the rare choices.
-        self._hist_bids = np.zeros((n, HISTORY_START, L.players, T, 3), dtype=count)
-        self._hist_priority = np.full((n, HISTORY_START), -1, dtype=np.int8)
-        # choices per round: -2 none, -1 declined or passed, else the engine's choice value
-        self._hist_spy = np.full((n, HISTORY_START), -2, dtype=np.int16)
-        self._hist_apothecary = np.full((n, HISTORY_START, 2), -2, dtype=np.int16)
-        self._hist_guy = np.full((n, HISTORY_START, MAX_GUY_CHOICES), -2, dtype=np.int16)
-        self._hist_remove = np.full((n, HISTORY_START, max(_card_draws(L), 1)), -2, dtype=np.int16)
+        self.state = State(**{name: getattr(self, name) for name in State._fields})
+        start = np.zeros(len(Meta), dtype=np.int64)  # meta's row of a game about to start
+        start[[Meta.ROUND, Meta.PHASE, Meta.KIND]] = 1, Phase.BIDDING, Decision.BID
+        start[[Meta.GUY_LAST, Meta.SPY_OWNER, Meta.APO_AREA, Meta.APO_SEAT]] = -1
+        self._start_meta = start
+        # The story of each game, for export: raw bids and priority per round, and the rare choices per round (-2
+        # none, -1 declined or passed, else the engine's choice value).
+        self.history = History(
+            bids=np.zeros((n, HISTORY_START, L.players, T, 3), dtype=count),
+            priority=np.full((n, HISTORY_START), -1, dtype=np.int8),
+            spy=np.full((n, HISTORY_START), -2, dtype=np.int16),
+            apothecary=np.full((n, HISTORY_START, 2), -2, dtype=np.int16),
+            guy=np.full((n, HISTORY_START, MAX_GUY_CHOICES), -2, dtype=np.int16),
+            remove=np.full((n, HISTORY_START, max(_card_draws(L), 1)), -2, dtype=np.int16),
+        )
         legal_targets = L.legal_targets
         width = max(len(t) for t in legal_targets)
+        # each token type's legal targets, for the random seats' bids
         self._random_targets = (
             np.array([np.resize(t, width) for t in legal_targets], dtype=np.int64),
             np.array([len(t) for t in legal_targets], dtype=np.int64),
@@ -175,42 +177,42 @@ class BatchedGame:
 
     @property
     def round(self) -> np.ndarray:
-        return self.meta[:, ROUND]
+        return self.meta[:, Meta.ROUND]
 
     @property
     def phase(self) -> np.ndarray:
         """The :class:`~revolution_env.engine.game.Phase` of each game, as its number."""
-        return self.meta[:, PHASE]
+        return self.meta[:, Meta.PHASE]
 
     @property
     def kind(self) -> np.ndarray:
         """The pending :class:`Decision` of every game (``NONE`` once over)."""
-        return self.meta[:, KIND]
+        return self.meta[:, Meta.KIND]
 
     @property
     def decider(self) -> np.ndarray:
         """The seat that makes a pending non-bid decision (meaningless for bids, which every player makes)."""
-        return self.meta[:, DSEAT]
+        return self.meta[:, Meta.DECIDER]
 
     @property
     def over(self) -> np.ndarray:
-        return self.meta[:, PHASE] == K.OVER
+        return self.meta[:, Meta.PHASE] == _OVER
 
     @property
     def truncated(self) -> np.ndarray:
-        return self.meta[:, TRUNCATED].astype(bool)
+        return self.meta[:, Meta.TRUNCATED].astype(bool)
 
     @property
     def guy_count(self) -> np.ndarray:
-        return self.meta[:, GUY_COUNT]
+        return self.meta[:, Meta.GUY_COUNT]
 
     @property
     def guy_last_placer(self) -> np.ndarray:
-        return self.meta[:, GUY_LAST]
+        return self.meta[:, Meta.GUY_LAST]
 
     @property
     def revealed_round(self) -> np.ndarray:
-        return self.meta[:, REVEALED_ROUND]
+        return self.meta[:, Meta.REVEALED_ROUND]
 
     # --- starting ----------------------------------------------------------------------------------------------
 
@@ -237,21 +239,15 @@ class BatchedGame:
         self.scheming_gold[g] = 0
         self.final_support[g] = self.final_tokens[g] = self.final_areas[g] = 0
         self.final_win[g] = False
-        meta = np.zeros(K.N_META, dtype=np.int64)
-        meta[ROUND] = 1
-        meta[PHASE] = K.BIDDING
-        meta[KIND] = K.K_BID
-        meta[[GUY_LAST, SPY_OWNER, APO_AREA, APO_SEAT]] = -1
-        self.meta[g] = meta
-        self._hist_priority[g] = -1
-        self._hist_spy[g] = -2
-        self._hist_apothecary[g] = -2
-        self._hist_guy[g] = -2
-        self._hist_remove[g] = -2
+        self.meta[g] = self._start_meta
+        history = self.history
+        history.priority[g] = -1
+        for choices in (history.spy, history.apothecary, history.guy, history.remove):
+            choices[g] = -2
         if L.card_space >= 0:
             self.card_queue[g] = 0
             self.drawn[g] = 0
-            self.meta[g, DECK_LEFT] = self.deck.shape[2]  # the first shuffle, whole
+            self.meta[g, Meta.DECK_LEFT] = self.deck.shape[2]  # the first shuffle, whole
             self._shuffles[g] = 0
             for i, seed in zip(g.tolist(), seeds.tolist()):
                 self._deck_rngs[i] = seed_stream(seed, DECK_STREAM)
@@ -262,7 +258,7 @@ class BatchedGame:
         generator, in the order ``Game._shuffled_deck`` draws them, so that every slot but the one in use holds a
         shuffle still to come."""
         slots, D = self.deck.shape[1:]
-        wanted = self.meta[games, DECK_SHUFFLE] + slots
+        wanted = self.meta[games, Meta.DECK_SHUFFLE] + slots
         behind = self._shuffles[games] < wanted
         for i, made, upto in zip(
             games[behind].tolist(), self._shuffles[games[behind]].tolist(), wanted[behind].tolist()
@@ -286,16 +282,16 @@ class BatchedGame:
             raise IllegalAction(f"bids: expected integers of shape {(len(g), L.players, L.n_targets, 3)}")
         if len(g) == 0:
             return
-        if (self.meta[g, KIND] != K.K_BID).any():
-            bad = int(g[self.meta[g, KIND] != K.K_BID][0])
-            raise IllegalAction(f"game {bad}: no bid is pending (pending: {Decision(int(self.meta[bad, KIND]))})")
+        if (self.kind[g] != K.K_BID).any():
+            bad = int(g[self.kind[g] != K.K_BID][0])
+            pending = Decision(int(self.kind[bad]))
+            raise IllegalAction(f"game {bad}: no bid is pending (pending: {pending})")
         bids = np.ascontiguousarray(bids, dtype=np.int64)
         bad = K.misplaced_bid(g, bids, self.tokens)
         if bad >= 0:
             raise IllegalAction(f"game {int(g[bad])}: every held token must be placed, and nothing else (D3)")
-        self._grow_history(int(self.meta[g, ROUND].max()))
-        given = np.full(len(g), -1, dtype=np.int64)
-        coin = given
+        self._grow_history(int(self.round[g].max()))
+        given = coin = np.full(len(g), -1, dtype=np.int64)
         if L.scheming >= 0:
             if priority is not None:  # a replay's priority must agree with the rule (checked before any change)
                 given = np.asarray(priority, dtype=np.int64).reshape(len(g))
@@ -307,15 +303,13 @@ class BatchedGame:
                         f"game {int(g[i])}: priority: the rule (D9) gives seat {ruled[i]}, not {given[i]}"
                     )
             coin = self.rng.integers(2, size=len(g))  # D9's coin flip, where the rule comes to it
-        st, tb, hist = self._st, self._tb, (self._hist_bids, self._hist_priority)
-        if priority is None:  # games in parts side by side (none can fail: no priority is given)
-            in_parts(
-                len(g),
-                lambda lo, hi: K.submit_many(g[lo:hi], bids[lo:hi], given[lo:hi], coin[lo:hi], st, tb, *hist),
-                GAME_ROWS,
-            )
-        else:  # in one call, which stops at a game whose given priority the rule contradicts (checked above)
-            K.submit_many(g, bids, given, coin, st, tb, *hist)
+            coin = np.where(given >= 0, given, coin)  # a given priority agrees with the rule: it stands for the coin
+        st, tb, history = tuple(self.state), tuple(self.tables), tuple(self.history)  # as the kernels take them
+
+        def part(lo: int, hi: int) -> None:
+            K.submit_many(tuple(K.Bids(g[lo:hi], bids[lo:hi], coin[lo:hi])), st, tb, history)
+
+        in_parts(len(g), part, GAME_ROWS)
         if self.layout.card_space >= 0:
             self._draw_ahead(g)
 
@@ -328,16 +322,18 @@ class BatchedGame:
         values = np.asarray(values, dtype=np.int64).reshape(-1)
         if len(values) != len(g):
             raise ValueError(f"values: expected {len(g)} choices, got {len(values)}")
-        kinds = self.meta[g, KIND].copy()
-        deciders = self.meta[g, DSEAT].copy()
-        ok = np.zeros(len(g), dtype=np.bool_)
-        st, tb = self._st, self._tb
-        hist = (self._hist_spy, self._hist_apothecary, self._hist_guy, self._hist_remove)
-        in_parts(len(g), lambda lo, hi: K.choose_many(g[lo:hi], values[lo:hi], st, tb, hist, ok[lo:hi]), GAME_ROWS)
+        kinds, deciders = self.kind[g], self.decider[g]  # copies
+        outcome = np.empty(len(g), dtype=np.int64)
+        st, tb, history = tuple(self.state), tuple(self.tables), tuple(self.history)  # as the kernels take them
+
+        def part(lo: int, hi: int) -> None:
+            K.choose_many(tuple(K.Choices(g[lo:hi], values[lo:hi], outcome[lo:hi])), st, tb, history)
+
+        in_parts(len(g), part, GAME_ROWS)
         if self.layout.card_space >= 0:
             self._draw_ahead(g)
-        if not ok.all():
-            i = int(np.flatnonzero(~ok)[0])
+        if (outcome != _DECIDED).any():
+            i = int(np.flatnonzero(outcome != _DECIDED)[0])
             what = Decision(int(kinds[i]))
             raise IllegalAction(
                 f"game {int(g[i])}: {what} choice {int(values[i])} by seat {int(deciders[i])} is not allowed"
@@ -351,7 +347,7 @@ class BatchedGame:
         cubes = np.zeros((len(g), len(L.spaces), L.seats), dtype=np.bool_)
         guy = np.zeros((len(g), L.n_characters, 2, 2), dtype=np.bool_)
         decline = np.zeros(len(g), dtype=np.bool_)
-        K.options_many(g, self._st, self._tb, cubes, guy, decline)
+        K.options_many(g, tuple(self.state), tuple(self.tables), cubes, guy, decline)
         return cubes, guy, decline
 
     # --- random play (the vector envs' ``random`` opponents) -------------------------------------------------------
@@ -361,10 +357,8 @@ class BatchedGame:
         target of its type (``engine.random_play``'s rule), drawn from the games' generators ``states``
         (``kernels.random_states``, one per game of the batch, advanced in place)."""
         g, s = (np.ascontiguousarray(a, dtype=np.int64) for a in (games, seats))
-        self._check_random(states)
         out = np.empty((len(g), 1, self.layout.n_targets, 3), dtype=np.int64)
-        targets, counts = self._random_targets
-        K.random_bids_many(g, s, self.tokens, targets, counts, states, out)
+        K.random_bids_many(g, s, self.tokens, tuple(self._random_play(states)), out)
         return out[:, 0]
 
     def play_random(self, games: np.ndarray, random_seat: np.ndarray, states: np.ndarray) -> None:
@@ -372,23 +366,21 @@ class BatchedGame:
         decision of a seat with ``random_seat[game, seat]`` (N, players) true; drawn from the games' generators
         ``states``, recorded for export like :meth:`choose`'s."""
         g = np.ascontiguousarray(games, dtype=np.int64)
-        random_seat = self._check_random(states, random_seat)
-        first_edition = self.layout.card_space >= 0
-        hist = (self._hist_spy, self._hist_apothecary, self._hist_guy, self._hist_remove)
+        rand = self._random_play(states, random_seat)
+        st, tb, history, plain = tuple(self.state), tuple(self.tables), tuple(self.history), tuple(rand)
 
         def part(games: np.ndarray, lo: int, hi: int) -> int:
-            bad = K.play_random_many(games[lo:hi], random_seat, self._st, self._tb, states, *hist, first_edition)
+            bad = K.play_random_many(games[lo:hi], st, tb, history, plain)
             return lo + bad if bad >= 0 else -1
 
         while len(g):
             refused = [i for i in in_parts(len(g), functools.partial(part, g), GAME_ROWS) if i >= 0]
             if refused:  # never expected: the draw is over the engine's own options
                 raise RuntimeError(f"game {int(g[refused[0]])}: a random choice was refused by the engine")
-            if not first_edition:
+            if not rand.one_at_a_time:
                 return
             self._draw_ahead(g)  # one choice per game per call: the deck is refilled between choices
-            kind, seat = self.meta[g, KIND], self.meta[g, DSEAT]
-            g = g[(kind >= K.K_GUY) & random_seat[g, seat]]
+            g = g[(self.kind[g] >= K.K_GUY) & rand.seats[g, self.decider[g]]]
 
     def step(
         self, games: np.ndarray, bids: np.ndarray, values: np.ndarray, random_seat: np.ndarray, states: np.ndarray
@@ -405,17 +397,16 @@ class BatchedGame:
         L = self.layout
         g = np.ascontiguousarray(games, dtype=np.int64).reshape(-1)
         n = len(g)
-        if not (isinstance(bids, np.ndarray) and bids.shape == (n, L.players, L.n_targets, 3)
-                and bids.dtype == self.count_type and bids.flags.c_contiguous):  # fmt: skip
-            raise ValueError(
-                f"bids: expected a contiguous {np.dtype(self.count_type).name} array (count_type) of shape "
-                f"{(n, L.players, L.n_targets, 3)}"
-            )
+        shape = (n, L.players, L.n_targets, 3)
+        contiguous = isinstance(bids, np.ndarray) and bids.flags.c_contiguous
+        if not (contiguous and bids.shape == shape and bids.dtype == self.count_type):
+            name = np.dtype(self.count_type).name
+            raise ValueError(f"bids: expected a contiguous {name} array (count_type) of shape {shape}")
         values = np.ascontiguousarray(values, dtype=np.int64).reshape(-1)
         if len(values) != n:
             raise ValueError(f"values: expected {n} choices, got {len(values)}")
-        random_seat = self._check_random(states, random_seat)
-        kinds = self.meta[g, KIND]  # a copy
+        rand = self._random_play(states, random_seat)
+        kinds = self.kind[g]  # a copy
         waiting = (kinds == K.K_BID) | (kinds >= K.K_GUY)
         if not waiting.all():
             bad = int(g[~waiting][0])
@@ -424,13 +415,12 @@ class BatchedGame:
         coin = np.zeros(n, dtype=np.int64)
         coin[bidding] = self._coins(g[bidding])
         outcome = np.empty(n, dtype=np.int64)
-        first_edition = L.card_space >= 0  # its random choices one at a time, the deck refilled between them
-        run = self._stepper(random_seat, states, play=not first_edition)
+        run = self._stepper(rand)
         in_parts(n, lambda lo, hi: run(g[lo:hi], bids[lo:hi], values[lo:hi], coin[lo:hi], outcome[lo:hi]), GAME_ROWS)
-        if first_edition:
+        if L.card_space >= 0:  # the first edition: its random choices one at a time, the deck refilled between them
             self._draw_ahead(g)
-            kind, seat = self.meta[g, KIND], self.meta[g, DSEAT]
-            self.play_random(g[(outcome == K.DECIDED) & (kind >= K.K_GUY) & random_seat[g, seat]], random_seat, states)
+            choosing = (outcome == _DECIDED) & (self.kind[g] >= K.K_GUY) & rand.seats[g, self.decider[g]]
+            self.play_random(g[choosing], rand.seats, states)
         self._refused(g, outcome, kinds, values)
 
     def step_parts(
@@ -447,11 +437,11 @@ class BatchedGame:
         between a step's choices): ``ValueError``."""
         if self.layout.card_space >= 0:
             raise ValueError("step_parts: the first edition's steps draw cards between parts (use step)")
-        random_seat = self._check_random(states, random_seat)
+        rand = self._random_play(states, random_seat)
         games = np.flatnonzero(bidding)
         coin = np.zeros(self.n, dtype=np.int64)
         coin[games] = self._coins(games)
-        run = self._stepper(random_seat, states, play=True)
+        run = self._stepper(rand)
 
         def run_games(g: np.ndarray, bids: np.ndarray, values: np.ndarray, outcome: np.ndarray) -> None:
             run(g, bids, values, coin[g], outcome)
@@ -463,68 +453,75 @@ class BatchedGame:
         after growing the history for their round."""
         if len(games) == 0:
             return np.zeros(0, dtype=np.int64)
-        self._grow_history(int(self.meta[games, ROUND].max()))
+        self._grow_history(int(self.round[games].max()))
         if self.layout.scheming < 0:
             return np.zeros(len(games), dtype=np.int64)
         return self.rng.integers(2, size=len(games))
 
-    def _stepper(self, random_seat: np.ndarray, states: np.ndarray, play: bool) -> Callable[..., None]:
-        """``run(games, bids, values, coin, outcome)``: the compiled step of ``games`` (one part)."""
-        targets, counts = self._random_targets
-        hist = (self._hist_bids, self._hist_priority, self._hist_spy, self._hist_apothecary, self._hist_guy,
-                self._hist_remove)  # fmt: skip
-        st, tb = self._st, self._tb
+    def _stepper(self, rand: RandomPlay) -> Callable[..., None]:
+        """``run(games, bids, values, coin, outcome)``: the compiled step of ``games`` (one part), the random seats'
+        play ``rand``'s."""
+        st, tb, history, plain = tuple(self.state), tuple(self.tables), tuple(self.history), tuple(rand)
 
         def run(g: np.ndarray, bids: np.ndarray, values: np.ndarray, coin: np.ndarray, outcome: np.ndarray) -> None:
-            K.step_many(g, bids, values, random_seat, coin, st, tb, states, targets, counts, hist, play, outcome)
+            K.step_many(tuple(K.Step(g, bids, values, coin, outcome)), st, tb, history, plain)
 
         return run
 
     def _refused(self, g: np.ndarray, outcome: np.ndarray, kinds: np.ndarray, values: np.ndarray) -> None:
         """The error of the first of ``g`` not decided (``outcome``), if any."""
-        failed = np.flatnonzero(outcome != K.DECIDED)
+        failed = np.flatnonzero(outcome != _DECIDED)
         if len(failed):
             i = int(failed[0])
-            if outcome[i] == K.MISPLACED_BID:
+            if outcome[i] == _MISPLACED:
                 raise IllegalAction(f"game {int(g[i])}: every held token must be placed, and nothing else (D3)")
-            if outcome[i] == K.REFUSED_CHOICE:
+            if outcome[i] == _REFUSED:
                 what = Decision(int(kinds[i]))
                 raise IllegalAction(f"game {int(g[i])}: {what} choice {int(values[i])} is not allowed")
             raise RuntimeError(f"game {int(g[i])}: a random choice was refused by the engine")
 
-    def _check_random(self, states: np.ndarray, random_seat: Any = None) -> np.ndarray | None:
-        """The random seats (N, players) as the kernels read them (bool, contiguous), after checking them and the
-        games' generators ``states`` (advanced in place: the caller's int64 array of N): the kernels index both by
-        game and seat unchecked, and a shorter array would be read and written past its end."""
-        if not (isinstance(states, np.ndarray) and states.shape == (self.n,) and states.dtype == np.int64
-                and states.flags.c_contiguous and states.flags.writeable):  # fmt: skip
-            raise ValueError(f"states: expected the games' generators, a writable int64 array of {self.n}")
+    def _random_play(self, states: np.ndarray, random_seat: Any = None) -> RandomPlay:
+        """The random seats' play as the kernels read it, after checking the random seats ``random_seat`` (N,
+        players), bool, made contiguous; None: every seat) and the games' generators ``states`` (advanced in place:
+        the caller's int64 array of N): the kernels index both by game and seat unchecked, and a shorter array would
+        be read and written past its end."""
+        n, players = self.n, self.layout.players
+        if not (
+            isinstance(states, np.ndarray)
+            and states.shape == (n,)
+            and states.dtype == np.int64
+            and states.flags.c_contiguous
+            and states.flags.writeable
+        ):
+            raise ValueError(f"states: expected the games' generators, a writable int64 array of {n}")
         if random_seat is None:
-            return None
+            random_seat = np.ones((n, players), dtype=bool)
         random_seat = np.ascontiguousarray(random_seat, dtype=bool)
-        if random_seat.shape != (self.n, self.layout.players):
-            raise ValueError(f"random_seat: expected a bool array of shape {(self.n, self.layout.players)}")
-        return random_seat
+        if random_seat.shape != (n, players):
+            raise ValueError(f"random_seat: expected a bool array of shape {(n, players)}")
+        return RandomPlay(random_seat, states, *self._random_targets, one_at_a_time=self.layout.card_space >= 0)
 
     # --- history and export ------------------------------------------------------------------------------------
 
     def _grow_history(self, rounds: int) -> None:
-        cap = self._hist_bids.shape[1]
+        """:attr:`history` replaced by one of at least ``rounds`` rounds, where it has fewer."""
+        cap = self.history.bids.shape[1]
         if rounds <= cap:
             return
         new = max(rounds, 2 * cap)
-        for name, fill in (("_hist_bids", 0), ("_hist_priority", -1), ("_hist_spy", -2), ("_hist_apothecary", -2),
-                           ("_hist_guy", -2), ("_hist_remove", -2)):  # fmt: skip
-            old = getattr(self, name)
-            grown = np.full((self.n, new, *old.shape[2:]), fill, dtype=old.dtype)
-            grown[:, :cap] = old
-            setattr(self, name, grown)
+        fills = History(bids=0, priority=-1, spy=-2, apothecary=-2, guy=-2, remove=-2)
+        grown = []
+        for old, fill in zip(self.history, fills):
+            array = np.full((self.n, new, *old.shape[2:]), fill, dtype=old.dtype)
+            array[:, :cap] = old
+            grown.append(array)
+        self.history = History(*grown)
 
     def snapshot(self, games: Any) -> GameRecords:
         """Everything :meth:`export` and :meth:`state_dict` need about ``games``, copied in one go (so that the
         games may be reset and the records turned into JSON later)."""
         g = np.asarray(games, dtype=np.int64).reshape(-1)
-        played = int(self.meta[g, ROUND].max()) if len(g) else 0
+        played = int(self.round[g].max()) if len(g) else 0
         return GameRecords(
             layout=self.layout,
             seeds=self.seeds[g].copy(),
@@ -541,12 +538,7 @@ class BatchedGame:
             deck=self.deck[g],
             bids=self.bids[g],
             winners=self.winners[g],
-            hist_bids=self._hist_bids[g, :played],
-            hist_priority=self._hist_priority[g, :played],
-            hist_spy=self._hist_spy[g, :played],
-            hist_apothecary=self._hist_apothecary[g, :played],
-            hist_guy=self._hist_guy[g, :played],
-            hist_remove=self._hist_remove[g, :played],
+            **{f"hist_{name}": rounds[g, :played] for name, rounds in self.history._asdict().items()},
         )
 
     def state_dict(self, game: int) -> dict[str, Any]:
@@ -574,7 +566,7 @@ class GameRecords:
     def state_dict(self, i: int) -> dict[str, Any]:
         L = self.layout
         meta = self.meta[i]
-        over = meta[PHASE] == K.OVER
+        over = meta[Meta.PHASE] == Phase.OVER
 
         def tok(row: np.ndarray) -> dict[str, int]:
             return {t: int(n) for t, n in zip(TOKEN_TYPES, row)}
@@ -589,9 +581,9 @@ class GameRecords:
             }
         state: dict[str, Any] = {
             "rules": L.rules.to_dict(),
-            "round": int(meta[ROUND]),
-            "game_over": bool(over and not meta[TRUNCATED]),
-            "truncated": bool(meta[TRUNCATED]),
+            "round": int(meta[Meta.ROUND]),
+            "game_over": bool(over and not meta[Meta.TRUNCATED]),
+            "truncated": bool(meta[Meta.TRUNCATED]),
             "support": self.support[i].tolist(),
             "tokens": [tok(row) for row in self.tokens[i]],
             "bank": tok(self.bank[i]),
@@ -602,14 +594,16 @@ class GameRecords:
         if L.card_space >= 0:  # the draw pile, top card first (settled case 9)
             deck = L.components.deck
             state["deck"] = [deck[k].name for k in draw_pile(self.deck[i], meta)]
-        if meta[PHASE] not in (K.BIDDING, K.OVER):
+        if meta[Meta.PHASE] not in (Phase.BIDDING, Phase.OVER):
             names = L.target_names
-            kind = int(meta[KIND])
+            kind = int(meta[Meta.KIND])
             state["round_state"] = {
-                "phase": str(Phase(int(meta[PHASE]))),
+                "phase": str(Phase(int(meta[Meta.PHASE]))),
                 "bids": [_bid_dict(row, names) for row in self.bids[i]],
                 "resolved": {names[c]: int(w) for c, w in enumerate(self.winners[i]) if w >= -1},
-                "pending": None if kind == K.K_NONE else {"decision": str(Decision(kind)), "seats": [int(meta[DSEAT])]},
+                "pending": None
+                if kind == Decision.NONE
+                else {"decision": str(Decision(kind)), "seats": [int(meta[Meta.DECIDER])]},
             }
         return state
 
@@ -618,7 +612,7 @@ class GameRecords:
         meta = self.meta[i]
         areas = L.components.area_names
         names = L.target_names
-        played = int(meta[ROUND]) if meta[PHASE] == K.OVER else int(meta[ROUND]) - 1
+        played = int(meta[Meta.ROUND]) if meta[Meta.PHASE] == Phase.OVER else int(meta[Meta.ROUND]) - 1
 
         S = L.seats
 
@@ -658,7 +652,7 @@ class GameRecords:
 def draw_pile(deck: np.ndarray, meta: np.ndarray) -> np.ndarray:
     """One game's draw pile, top card first (card indices), from its shuffles ``deck`` (slots, D) and ``meta``."""
     D = deck.shape[1]
-    return deck[meta[DECK_SHUFFLE] % len(deck), D - meta[DECK_LEFT] :]
+    return deck[meta[Meta.DECK_SHUFFLE] % len(deck), D - meta[Meta.DECK_LEFT] :]
 
 
 def _bid_dict(bid: np.ndarray, names: tuple[str, ...]) -> dict[str, dict[str, int]]:
