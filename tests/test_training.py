@@ -1023,7 +1023,7 @@ def test_imitation_learns_a_teacher_it_can_represent(tmp_path):
         assert [group["lr"] for group in model.policy.optimizer.param_groups] == [1e-7]
     finally:
         venv.close()
-    # measured: dimensions with a choice agree 9% -> 50%, whole actions 5% -> 25%, nll 9.4 -> 5.8 (held out)
+    # thresholds well inside what cloning reaches on the held-out demonstrations, far outside what chance moves
     assert after["dim_accuracy"] > before["dim_accuracy"] + 0.3, (before, after)
     assert after["accuracy"] > before["accuracy"] + 0.1, (before, after)
     assert after["nll"] < before["nll"] * 0.75
