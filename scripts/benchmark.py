@@ -312,7 +312,8 @@ def bot_decisions(players: int, seconds: float, games: int = 256, steps: int = 6
     states of ``games`` games of ``players`` players (``vector_env``, ``value`` in the learner's seat against
     ``value`` and ``bargain``, ``steps`` steps): each style decides the recorded states of a kind in one
     ``act_batch`` call, again and again for ``seconds`` / 6. Where Numba's cache lacks the compiled bots, their
-    build first (about a minute), so that no figure is of the NumPy code they play meanwhile."""
+    build first, so that no figure is of the plain Python they play meanwhile; with ``REVOLUTION_NO_NUMBA=1``, the
+    figures of plain Python."""
     import revolution_env
     from revolution_env.agents.base import act_batch
     from revolution_env.agents.compiled import COMPILED, wait_until_ready

@@ -11,7 +11,6 @@ Guy is not beaten, D13). Games are played by the package's GameRunner, which rai
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import multiprocessing
 import time
 from collections import defaultdict
@@ -33,8 +32,8 @@ def make_agent(spec: str, options: dict) -> Agent:
     for item in filter(None, params.split(",")):
         key, value = item.split("=")
         value = tuple(float(x) for x in value.split("/")) if "/" in value else float(value)
-        if hasattr(agent.judgement, key):
-            agent.judgement = dataclasses.replace(agent.judgement, **{key: value})
+        if key in agent.judgement._fields:
+            agent.judgement = agent.judgement._replace(**{key: value})
         elif hasattr(agent, key):
             setattr(agent, key, type(getattr(agent, key))(value))
         else:

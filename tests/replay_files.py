@@ -18,3 +18,11 @@ def write_evaluation(folder: Path, games: int) -> list[dict]:
         del lines[1]["scenario"]
     (folder / "games.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     return lines
+
+
+def another_seed(scenario: dict) -> dict:
+    """A saved game as a file holds it (through JSON), its seed changed: it must replay from what it records (the
+    deck, each reshuffle, the two-player priority), never from its seed's generator (docs/scenarios.md §3)."""
+    data = json.loads(json.dumps(scenario))
+    data["seed"] = data.get("seed", 0) + 1
+    return data

@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 from plain_python import run_without_numba
+from replay_files import another_seed
 
 from revolution_env.engine.batched import BatchedGame
 from revolution_env.engine.components import BOARDS_DIR, GOLD
@@ -228,7 +229,7 @@ def test_exported_games_replay_to_the_same_final_state(variant: str) -> None:
         assert scenario["seed"] == 3 + i
         if VARIANTS[variant].players == 2:
             assert all("priority" in r for r in scenario["rounds"])
-        assert state_dict(run_scenario(scenario)) == batch.state_dict(i)
+        assert state_dict(run_scenario(another_seed(scenario))) == batch.state_dict(i)
 
 
 def test_bad_input_is_refused() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from revolution_env.agents import compiled
+from revolution_env.agents import decisions
 from revolution_env.engine import kernels
 from revolution_env.engine.components import BLACKMAIL, FORCE, GOLD, TOKEN_TYPES, Token
 from revolution_env.engine.game import BID, OVER, Decision, Game, Phase, Rules, make_layout
@@ -38,7 +38,7 @@ def test_compiled_code_reads_plain_ints_derived_from_the_enums():
     for value, member in pairs:
         assert type(value) is int and value == member, member
     for name in ("FORCE", "BLACKMAIL", "GOLD", "K_NONE", "K_BID", "K_GUY", "K_SPY", "K_APO1", "K_REMOVE"):
-        assert getattr(compiled, name) is getattr(kernels, name), name
+        assert getattr(decisions, name) is getattr(kernels, name), name
 
 
 def test_a_phase_is_a_number_written_as_its_name():

@@ -77,3 +77,24 @@ def test_the_checker_sees_a_private_import_and_an_unpinned_package(tmp_path) -> 
     """The check above can fail: Numba's private modules are seen, and a requirement without ``<`` is unpinned."""
     assert any(name.startswith("numba.core") for name in private_imports())
     assert not upper_bounded("pyyaml") and upper_bounded("torch")
+
+
+def test_numbas_cache_index_is_read_where_the_compiled_bots_look(tmp_path, monkeypatch) -> None:
+    """``agents/compiled.py`` asks Numba's cache index, through private names, whether the bots' machine code is
+    cached before it calls it (numba's pin covers it): were it moved, the check would answer False for good and
+    the bots would play as plain Python. A function compiled here is absent from the cache, then present."""
+    compiled = pytest.importorskip("revolution_env.agents.compiled")
+    if not compiled.COMPILED:
+        pytest.skip("Numba is not installed")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "cached_twice.py").write_text(
+        "from revolution_env.common.jit import jit\n\n\n@jit\ndef twice(x):\n    return 2 * x\n", encoding="utf-8"
+    )
+    from cached_twice import twice
+
+    signature = (twice.typeof_pyval(1.5),)
+    assert compiled._cache_folder(twice) == tmp_path / "__pycache__"
+    assert not compiled.in_numbas_cache(twice, signature)
+    assert twice(1.5) == 3.0
+    assert compiled.in_numbas_cache(twice, signature)
+    assert not compiled.in_numbas_cache(twice, (twice.typeof_pyval(1),))  # an int: another signature, not compiled

@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 import pytest
+from replay_files import another_seed
 
 import revolution_env
 from revolution_env.engine import export_game, run_scenario, state_dict
@@ -77,8 +78,7 @@ def expected_rewards(game, reward: str) -> list[float]:
 
 
 def replayed(game) -> dict:
-    scenario = json.loads(json.dumps(export_game(game)))  # as it would be written to a file
-    return state_dict(run_scenario(scenario))
+    return state_dict(run_scenario(another_seed(export_game(game))))
 
 
 # --- replay -----------------------------------------------------------------------------------------------------

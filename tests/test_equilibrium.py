@@ -14,6 +14,7 @@ from revolution_env.agents.equilibrium import (
     RoundSearcher,
     Sampler,
     Settings,
+    appraisal_value,
     margin_value,
     neighbours,
     parse_spec,
@@ -306,3 +307,32 @@ def test_the_margin_stand_in_is_the_final_support_margin_if_the_game_ended_now(o
             others = np.delete(total, seat)
             got = value(layout.build(game, seat, BID)[None])[0]
             assert got == pytest.approx(np.tanh((total[seat] - others.max()) / MARGIN_SCALE)), (seed, seat)
+
+
+@pytest.mark.parametrize("options", [{"players": 3}, {"players": 4, "bid_refunds": True, "area_control_bonus": True}])
+def test_the_appraisal_stand_in_is_the_heuristics_margin_level_at_the_start_and_summing_to_zero(options):
+    """``appraisal_value`` (``value=appraisal``): tanh of the observer's margin as a heuristic's judgement appraises
+    the position (:func:`.decisions.appraise`), over the margin reward's scale. Seats level at the first bid have
+    none; taken over the mean rival with no time term, the seats' margins sum to zero; compiled and as plain
+    Python alike."""
+    from revolution_env.agents import compiled
+    from revolution_env.agents.heuristics import ValueBot
+    from revolution_env.env.core import MARGIN_SCALE
+
+    layout = observation_layout(**options)
+    bot = ValueBot(**options)
+    start = Game.new(Rules(**options), 0)
+    assert appraisal_value(bot)(np.stack([layout.build(start, s, BID) for s in range(start.layout.players)])) == (
+        pytest.approx(np.zeros(start.layout.players))
+    )
+    bot.judgement = bot.judgement._replace(rival_weight=0.0, lock=0.0)
+    plain = compiled.as_python("margins_now")
+    for seed in range(3):
+        game = position(options, seed, 4)
+        obs = np.stack([layout.build(game, s, BID) for s in range(game.layout.players)])
+        margins = compiled.observers_margins(bot, obs)
+        assert margins.sum() == pytest.approx(0.0, abs=1e-9) and np.abs(margins).max() > 0, seed
+        assert appraisal_value(bot)(obs) == pytest.approx(np.tanh(margins / MARGIN_SCALE)), seed
+        out = np.zeros(len(obs))
+        plain(obs.astype(np.float32), *bot.static, tuple(bot.judgement.as_floats()), out)
+        assert (out == margins).all(), seed

@@ -1,6 +1,7 @@
-"""Held-out opponents (docs/heldout.md): the variants of the heuristics load by name and decide compiled as their
-NumPy reference; the held-out gauntlet plays their tables after the training opponents' and reports them apart;
-and no training config may name one, nor ``revolution train`` take one."""
+"""Held-out opponents (docs/heldout.md): the variants of the heuristics load by name and decide with their style's
+code and their own parameters (their decisions recorded in tests/golden/bots/); the held-out gauntlet plays their
+tables after the training opponents' and reports them apart; and no training config may name one, nor
+``revolution train`` take one."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_compiled_bots import built, play_both  # noqa: F401  (built: the fixture that compiles the bots)
 
-from revolution_env.agents import compiled
+from revolution_env.agents.decisions import STYLES, settings
 from revolution_env.agents.heldout import (
     FOLDER,
     PREVIOUS,
@@ -22,7 +22,7 @@ from revolution_env.agents.heldout import (
     held_out_specs,
     is_held_out,
 )
-from revolution_env.agents.heuristics import HEURISTICS, sets_parameters_only
+from revolution_env.agents.heuristics import HEURISTICS
 from revolution_env.agents.loading import known_specs, load_agent
 from revolution_env.agents.variants import VARIANTS, changed_parameters
 from revolution_env.evaluation import evaluate_gauntlet
@@ -38,30 +38,22 @@ TRAINING_CONFIGS = sorted((ROOT / "configs").rglob("*.yaml")) + sorted((ROOT / "
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_a_variant_is_its_style_with_other_parameters(name):
+    """A variant loads by name, plays its style's code (``style``) and its own parameters reach its decisions:
+    each one it changes is in the settings or the judgement the decisions read (tests/test_compiled_bots.py
+    replays its recorded decisions)."""
     bot = VARIANTS[name]
     assert name in known_specs() and load_agent(name, players=3).name == name
-    assert bot.style in HEURISTICS and issubclass(bot, HEURISTICS[bot.style])
-    assert sets_parameters_only(bot) and changed_parameters(bot)
-    assert bot.style in compiled.STYLES  # the compiled bots know its code by its style ...
-    assert load_agent(name, players=3).compiled == compiled.COMPILED  # ... and play it wherever its style plays
-    # (that they read its own parameters: the next test, decision by decision against the reference)
-
-
-OPTIONS = [{"players": 2}, {"players": 3}, {"players": 4, "first_edition": True, "bid_refunds": True}]
-
-
-@pytest.mark.parametrize("name", sorted(VARIANTS))
-def test_a_variant_decides_compiled_as_its_numpy_reference(built, name):  # noqa: F811
-    """Decision by decision, the same action and the same generator state (as tests/test_compiled_bots.py holds
-    the styles to it), the variant at its style's table in two, three and four players."""
-    decisions, kinds = 0, {}
-    for options in OPTIONS:
-        n, k = play_both(options, 1, names=(name, VARIANTS[name].style))
-        decisions += n
-        for kind, count in k.items():
-            kinds[kind] = kinds.get(kind, 0) + count
-    assert decisions >= 100 and kinds.get(1, 0) >= 60  # bids
-    assert len(kinds) >= 4  # and other decisions (Guy, Spy, Apothecary, Remove)
+    assert bot.style in HEURISTICS and bot.style in STYLES and issubclass(bot, HEURISTICS[bot.style])
+    assert not any(callable(v) for v in vars(bot).values())  # parameters only
+    changes = changed_parameters(bot)
+    assert changes
+    agent, style = load_agent(name, players=3), load_agent(bot.style, players=3)
+    for key, (theirs, ours) in changes.items():
+        if key.startswith("judgement."):
+            field = key.split(".", 1)[1]
+            assert getattr(agent.judgement.as_floats(), field) == ours != getattr(style.judgement, field), key
+        else:
+            assert getattr(settings(agent), key) == ours != getattr(settings(style), key) == theirs, key
 
 
 def test_docs_table_lists_every_variant_with_what_it_changes():

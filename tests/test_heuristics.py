@@ -194,8 +194,12 @@ def test_value_spends_a_sure_force_alone() -> None:
 def test_bots_are_fast() -> None:
     import time
 
+    from revolution_env.agents.compiled import COMPILED, wait_until_ready
+
     options = {"players": 3}
     agents = [HEURISTICS[b](**options) for b in BOTS]
+    if COMPILED:  # the compiled bots (on a fresh clone they play as plain Python, slower, until Numba built them)
+        wait_until_ready(agents[0], report=lambda line: None)
     log: list = []
     start = time.perf_counter()
     play(options, agents, seed=5, log=log)

@@ -9,7 +9,6 @@ from revolution_training.exploit import exploit_config
 from revolution_training.exploitability import identity
 
 from revolution_env import vector_env
-from revolution_env.agents.appraisal import Position
 from revolution_env.agents.heldout import is_held_out
 from revolution_env.agents.heuristics import ValueBot
 from revolution_env.agents.loading import display_name, is_checkpoint, load_agent, spec_problem
@@ -46,9 +45,9 @@ def bid_positions(players: int, first_edition: bool = False, seed: int = 2):
 
 @pytest.mark.parametrize("players, first_edition", [(2, False), (3, False), (3, True), (4, False)])
 def test_the_value_of_a_bid_against_each_sample_averages_to_the_models_value(players, first_edition):
-    """``BidModel.sample_values`` is ``values`` before the mean over the samples: its mean is ``values`` summed
-    over the targets, for random legal bids in real positions (Guy's terms with two players, the Card space in the
-    first edition, Scheming)."""
+    """``ValueBot.bid_values``: a bid's worth against each sample of the rivals' bids averages to what the model
+    expects of it (its worth per target, summed), for random legal bids in real positions (Guy's terms with two
+    players, the Card space in the first edition, Scheming)."""
     options, positions = bid_positions(players, first_edition)
     bot = ValueBot(**options)
     bot.reset(5)
@@ -57,12 +56,11 @@ def test_the_value_of_a_bid_against_each_sample_averages_to_the_models_value(pla
     checked = 0
     for observation, info in positions[:12]:
         view = bot.view(observation)
-        model = bot.bid_model(view, Position(bot.t, view, bot.judgement))
         space.reset(int(rng.integers(1 << 30)))
         bids = np.stack([bot.codec.bid_counts(space.act(observation, info), view.tokens[0]) for _ in range(6)])
-        per_sample = model.sample_values(bids)
-        assert per_sample.shape == (6, bot.samples)
-        np.testing.assert_allclose(per_sample.mean(1), model.values(bids).sum(-1), rtol=1e-12, atol=1e-9)
+        per_sample, expected = bot.bid_values(observation, bids)
+        assert per_sample.shape == (6, bot.samples) and expected.shape == (6,)
+        np.testing.assert_allclose(per_sample.mean(1), expected, rtol=1e-12, atol=1e-9)
         checked += 1
     assert checked >= 5
 

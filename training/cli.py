@@ -276,11 +276,107 @@ def cmd_psro(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_fit_critic_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``fit-critic`` subcommand (a value network fitted from games, ``revolution_training.value_fit``)."""
+    p = subparsers.add_parser(
+        "fit-critic",
+        help="fit a critic (value network) to the final rewards of games; attach it to a checkpoint or save it alone",
+        description="Play --games seeded games of every lineup of the agents (each over every seat order, as "
+        "revolution eval --pool does; CHECKPOINT plays among them), record every seat's observation at every bid "
+        "decision with its final reward, and fit a value network to them by squared error, a tenth of the games "
+        "held out. With CHECKPOINT, --out is a copy of it carrying the critic (its actor unchanged); without, a "
+        "critic file that equilibrium:critic=FILE:POLICY scores states by. See training/value_fit.py.",
+    )
+    p.add_argument("checkpoint", nargs="?", metavar="CHECKPOINT", help="the policy checkpoint that gets the critic")
+    p.add_argument("--agents", nargs="+", metavar="SPEC", help="the agents whose games are recorded")
+    p.add_argument("--players", type=positive_int, help="players (a checkpoint's own by default)")
+    p.add_argument("--games", type=positive_int, default=100, help="games per lineup (default 100)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="the games' seed, and the fit's (default 0)")
+    p.add_argument("--out", help="the checkpoint (or critic file) to write; without it, --save-games records only")
+    p.add_argument("--workers", type=positive_int, help="processes playing games (default: up to 2)")
+    p.add_argument("--target", choices=("win_loss", "margin"), default="win_loss",
+                   help="the final reward fitted (default win_loss, the search's payoff)")  # fmt: skip
+    p.add_argument("--hidden", type=positive_int, nargs="+", help="hidden layer sizes (default: the policy's; 256 256)")
+    p.add_argument("--activation", choices=("tanh", "relu"), help="(default: the policy's; tanh)")
+    p.add_argument("--epochs", type=positive_int, default=40, help="epochs at most (early stopping; default 40)")
+    p.add_argument("--save-games", metavar="NPZ", help="also write the recorded games here (for --games-from)")
+    p.add_argument("--games-from", nargs="+", metavar="NPZ", help="games recorded before (--save-games), fitted too")
+    p.set_defaults(func=cmd_fit_critic)
+    return p
+
+
+def cmd_fit_critic(args: argparse.Namespace) -> int:
+    try:
+        from revolution_training.checkpoint import read_checkpoint, rule_options, save_checkpoint
+        from revolution_training.value_fit import (
+            HIDDEN,
+            GameRows,
+            attach,
+            check_policy,
+            critic_file,
+            fit,
+            fit_info,
+            generate,
+            schedule,
+        )
+    except ModuleNotFoundError as exc:
+        return missing_train_extra("fit-critic", exc)
+    checkpoint = read_checkpoint(args.checkpoint) if args.checkpoint else None
+    if checkpoint is not None:
+        options = rule_options(checkpoint["env_options"])
+        if args.players is not None and args.players != options["players"]:
+            raise ValueError(f"{args.checkpoint} is a {options['players']}-player policy; --players {args.players} "
+                             "asks for other games")  # fmt: skip
+        check_policy(checkpoint, options, args.checkpoint)
+        policy = checkpoint["policy"]
+        hidden, activation = args.hidden or policy["hidden"], args.activation or policy["activation"]
+    else:
+        if args.players is None:
+            raise ValueError("give --players (or a CHECKPOINT, whose players the games take)")
+        options = rule_options({"players": args.players})
+        hidden, activation = args.hidden or list(HIDDEN), args.activation or "tanh"
+    if not args.agents and not args.games_from:
+        raise ValueError("no games: give --agents to play them (or --games-from, games recorded before)")
+    if args.out is None and not (args.save_games and args.agents):
+        raise ValueError("give --out, the file to write (or --agents and --save-games to record games only)")
+    parts = [GameRows.load(path) for path in args.games_from or []]
+    if args.agents:
+        pool = list(dict.fromkeys(([args.checkpoint] if args.checkpoint else []) + args.agents))
+        tasks, names = schedule(pool, options["players"], args.games, args.seed, options)
+        print(f"playing {len(tasks):,} games ({options['players']} players: {', '.join(names)})", flush=True)
+        rows = generate(tasks, names, options, args.workers, progress=None)
+        if args.save_games:
+            rows.save(args.save_games)
+        print(f"recorded {len(rows):,} bid decisions of {rows.games:,} games", flush=True)
+        parts.append(rows)
+    if args.out is None:
+        print(f"games: {args.save_games} (fit them with --games-from)")
+        return 0
+    rows = GameRows.concatenate(parts)
+    if rule_options(rows.env_options) != options:
+        raise ValueError(f"the games are of {rule_options(rows.env_options)}, the critic is for {options}")
+    target = args.target
+    print(f"fitting a critic {hidden} ({activation}) to {target} on {len(rows):,} bid decisions of {rows.games:,} "
+          "games", flush=True)  # fmt: skip
+    fitted = fit(rows, target, hidden, activation, args.seed, args.epochs, say=functools.partial(print, flush=True))
+    for line in fitted.report.lines():
+        print(line)
+    info = fit_info(rows, fitted.report, args.seed)
+    if checkpoint is not None:
+        save_checkpoint(attach(args.checkpoint, fitted.entry, info, options), args.out)
+        print(f"policy with its critic: {args.out} (load_agent({args.out!r}).value(observations))")
+    else:
+        save_checkpoint(critic_file(fitted.entry, info, options, target), args.out)
+        print(f"critic: {args.out} (for example equilibrium:critic={args.out}:value)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m revolution_training", description="Self-play training for Revolution!")
     sub = parser.add_subparsers(dest="command", required=True)
     add_parser(sub)
     add_exploit_parser(sub)
     add_psro_parser(sub)
+    add_fit_critic_parser(sub)
     args = parser.parse_args(argv)
     return run_command(args)

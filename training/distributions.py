@@ -26,7 +26,19 @@ from torch import nn
 from revolution_env.interop.torch import MASKED, MaskedRuns, legal_probabilities
 
 
-class GroupedMaskableMultiCategorical(MaskableDistribution):
+class _FromParams(MaskableDistribution):
+    """SB3's ``*_from_params`` methods, the same for both of our distributions: set the logits, then act."""
+
+    def actions_from_params(self, action_logits: th.Tensor, deterministic: bool = False) -> th.Tensor:
+        self.proba_distribution(action_logits)
+        return self.get_actions(deterministic=deterministic)
+
+    def log_prob_from_params(self, action_logits: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        actions = self.actions_from_params(action_logits)
+        return actions, self.log_prob(actions)
+
+
+class GroupedMaskableMultiCategorical(_FromParams):
     """Independent masked categoricals over the dimensions of ``MultiDiscrete(nvec)``, computed per run of
     dimensions of one width (``revolution_env.interop.torch.MaskedRuns``: views of the flat logits, one fused
     masked ``log_softmax`` per run)."""
@@ -75,14 +87,6 @@ class GroupedMaskableMultiCategorical(MaskableDistribution):
 
     def mode(self) -> th.Tensor:
         return self.runs.mode(self.log_p)
-
-    def actions_from_params(self, action_logits: th.Tensor, deterministic: bool = False) -> th.Tensor:
-        self.proba_distribution(action_logits)
-        return self.get_actions(deterministic=deterministic)
-
-    def log_prob_from_params(self, action_logits: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        actions = self.actions_from_params(action_logits)
-        return actions, self.log_prob(actions)
 
 
 class MaskableMultiDiscretePolicy(MaskableActorCriticPolicy):
@@ -257,7 +261,7 @@ def _choose(log_p: th.Tensor, greedy: bool) -> th.Tensor:
     return (log_p - th.log(-th.log(u))).argmax(-1)
 
 
-class AutoregressiveBidDistribution(MaskableDistribution):
+class AutoregressiveBidDistribution(_FromParams):
     """MaskablePPO's distribution for :class:`AutoregressiveBidHead`. ``log_prob`` follows the given actions (all
     steps at once); ``sample`` and ``mode`` run the steps one by one. ``entropy`` is the sum over the steps of
     each step's exact entropy given the steps before, along the actions last evaluated (PPO's: the rollout's) or
@@ -322,14 +326,6 @@ class AutoregressiveBidDistribution(MaskableDistribution):
     def mode(self) -> th.Tensor:
         self.steps = self.head.decode(self.raw, self._legal(), greedy=True)
         return self.steps.actions
-
-    def actions_from_params(self, action_logits: th.Tensor, deterministic: bool = False) -> th.Tensor:
-        self.proba_distribution(action_logits)
-        return self.get_actions(deterministic=deterministic)
-
-    def log_prob_from_params(self, action_logits: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        actions = self.actions_from_params(action_logits)
-        return actions, self.log_prob(actions)
 
 
 class AutoregressiveBidPolicy(MaskableActorCriticPolicy):

@@ -13,7 +13,7 @@ from revolution_env.common import jit
 
 
 def main(argv: list[str]) -> int:
-    jit.DEFER_SIGNALS = False  # SIGTERM stops a build at once (it compiles for a minute and runs nothing after)
+    jit.DEFER_SIGNALS = False  # SIGTERM stops a build at once (it only compiles: it leaves nothing half-built to run)
     lock = Path(argv[argv.index("--lock") + 1]) if "--lock" in argv else None
     build(ValueBot(players=3), lock=lock)
     return 0

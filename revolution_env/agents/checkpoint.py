@@ -20,6 +20,13 @@ it, and loading one runs no code), with this metadata beside the weights:
 | `origin`         | only for a run started from trained weights: that source's path, `step`, `wall_time` and   |
 |                  | its own `origin` (so the whole training history adds up)                                  |
 
+A checkpoint may also hold ``critic_fit``: how its critic was fitted from games apart from training (``revolution
+fit-critic``: the games, the target, the held-out figures); such a critic is the undiscounted final reward (the
+target) the seat can expect in those games. A *critic file* (``format`` ``"revolution-critic"``, the same
+``format_version``, ``env``, ``env_options`` and ``layout_hash``; its ``env_options["reward"]`` the target) holds a
+value network alone (``critic``, as above, and ``critic_fit``), for agents without a network of their own (the
+heuristics); :func:`load_critic` reads one, or a policy checkpoint's critic, as a :class:`Critic`.
+
 The policy is the actor of an MLP policy: hidden layers with ``tanh`` (or ``relu``), then one logit per value of
 every action dimension (``sum(nvec)`` logits). Its input is the observation vector divided by the layout's
 ``scale``. Acting masks the logits with the action mask, then takes each dimension's most likely legal value
@@ -40,7 +47,7 @@ import json
 import os
 import warnings
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +64,8 @@ from revolution_env.env.tokens import TokenCodec
 FORMAT = "revolution-policy"
 FORMAT_VERSION = 1
 REQUIRED = ("format", "format_version", "env", "env_options", "layout_hash", "policy", "step")
+CRITIC_FORMAT = "revolution-critic"  # a value network alone (load_critic)
+CRITIC_REQUIRED = ("format", "format_version", "env", "env_options", "layout_hash", "critic")
 # What changed for a policy between environment versions (said once when an older checkpoint is loaded).
 VERSION_CHANGES = {
     "revolution_v1": "v2 changed the rules of Guy's beat in the two-player variant (D11 revised: the answered bid plus"
@@ -138,27 +147,38 @@ def _unreadable(path: str, exc: Exception) -> str:
     return f"torch cannot read it ({first})"
 
 
-def read_checkpoint(path: str | Path) -> dict[str, Any]:
-    """The checkpoint dict at ``path``; anything else raises ``ValueError`` saying why."""
-    path = str(path)
+def _load(path: str, not_ours: str) -> Any:
+    """What ``torch.save`` wrote at ``path`` (tensors and plain types only), or ``ValueError`` saying why not."""
     if os.path.isdir(path):
         raise ValueError(f"{path} is a folder, not a checkpoint file (a run folder holds latest.pt and best.pt)")
     if not os.path.isfile(path):
         raise ValueError(f"{path}: no such checkpoint file")
     torch = _torch()
-    not_ours = f"{path} is not a Revolution! policy checkpoint"
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds for a file that is not one of its own
         raise ValueError(f"{not_ours}: {_unreadable(path, exc)}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"{not_ours}: no {FORMAT!r} format tag")
-    missing = [k for k in REQUIRED if k not in data]
+
+
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The checkpoint dict at ``path``; anything else raises ``ValueError`` saying why."""
+    path = str(path)
+    not_ours = f"{path} is not a Revolution! policy checkpoint"
+    return _checked(_load(path, not_ours), path, not_ours, FORMAT, REQUIRED)
+
+
+def _checked(data: Any, path: str, not_ours: str, fmt: str, required: Sequence[str]) -> dict[str, Any]:
+    """``data`` if it is a dict of format ``fmt`` with the ``required`` keys and our format version, else
+    ``ValueError`` saying what is wrong."""
+    if not isinstance(data, dict) or data.get("format") != fmt:
+        raise ValueError(f"{not_ours}: no {fmt!r} format tag")
+    missing = [k for k in required if k not in data]
     if missing:
         raise ValueError(f"{not_ours}: missing {', '.join(missing)}")
     if data["format_version"] != FORMAT_VERSION:
+        kind = "checkpoint" if fmt == FORMAT else "critic"
         raise ValueError(
-            f"{path}: checkpoint format version {data['format_version']!r}, this code reads version {FORMAT_VERSION}"
+            f"{path}: {kind} format version {data['format_version']!r}, this code reads version {FORMAT_VERSION}"
         )
     return data
 
@@ -420,16 +440,13 @@ class PolicyAgent(Agent):
     def value(self, observations: np.ndarray) -> np.ndarray:
         """The critic's value of each bid-mode observation, as the environment gives them (``(n, size)``, or one
         ``(size,)``: one number): the discounted return of the policy's training reward (``env_options["reward"]``
-        and the config's ``gamma``) that it expected, from the observing seat, in its training games. A checkpoint
-        without a critic raises ``ValueError``."""
+        and the config's ``gamma``) that it expected, from the observing seat, in its training games; a critic
+        fitted from games, the undiscounted final reward that its ``critic_fit`` names, in those games. A
+        checkpoint without a critic raises ``ValueError``."""
         if self.critic is None:
             raise ValueError(f"{self.name}: this checkpoint carries no critic (written before checkpoints kept the "
-                             "value network; only the run's model zip has it)")  # fmt: skip
-        x = np.asarray(observations, dtype=np.float32)
-        one = x.ndim == 1
-        x = np.atleast_2d(x)
-        if x.shape[1] != self.layout.size:
-            raise ValueError(f"value: expected observations of {self.layout.size} features, got {x.shape[1]}")
+                             "value network; revolution fit-critic fits one from games)")  # fmt: skip
+        x, one = _observations(observations, self.layout.size)
         if self.tokens:  # the token mode's observation ends with the bid under construction: none
             x = np.concatenate([x, np.zeros((len(x), self.codec.T * 3), dtype=np.float32)], axis=1)
         values = self.critic(x / self.scale)[:, 0]
@@ -483,6 +500,69 @@ class PolicyAgent(Agent):
         for j, i in enumerate(rows.tolist()):
             out[i] = codec.action_from_bid(building[j])
         return out
+
+
+def _observations(observations: np.ndarray, size: int) -> tuple[np.ndarray, bool]:
+    """Observations as a float32 batch (n, size), and whether one observation was given; ``ValueError`` for
+    another width."""
+    x = np.asarray(observations, dtype=np.float32)
+    one = x.ndim == 1
+    x = np.atleast_2d(x)
+    if x.shape[1] != size:
+        raise ValueError(f"value: expected observations of {size} features, got {x.shape[1]}")
+    return x, one
+
+
+class Critic:
+    """A value network apart from any policy (a critic file, or a policy checkpoint's critic): ``value``, like
+    :meth:`PolicyAgent.value`, maps bid-mode observations, raw as the environment gives them, to the value the
+    observing seat can expect; ``target``, the reward it predicts (``win_loss`` or ``margin``)."""
+
+    def __init__(self, net: Mapping[str, Any], name: str = "critic", target: str = "win_loss",
+                 **env_options: Any) -> None:  # fmt: skip
+        from revolution_env.env import observation_layout
+
+        options = {k: v for k, v in env_options.items() if k not in ("reward", "action_mode", "render_mode")}
+        self.layout = observation_layout(**options)
+        self.name = name
+        self.target = target
+        self.net = _critic({"critic": net}, self.layout.size)
+
+    def value(self, observations: np.ndarray) -> np.ndarray:
+        x, one = _observations(observations, self.layout.size)
+        values = self.net(x / self.layout.scale)[:, 0]
+        return values[0] if one else values
+
+
+def load_critic(path: str | Path, **env_options: Any) -> Critic:
+    """The critic in the file at ``path`` for ``env_options``: a critic file (``revolution fit-critic`` without a
+    policy), or a policy checkpoint that carries one. ``ValueError`` in one line for a file that is neither, holds
+    no critic, holds a network that does not fit, or was made for another environment (:func:`check_compatible`).
+    Its ``target``: a critic file's ``env_options["reward"]`` (what it was fitted to); a checkpoint's, the target of
+    its ``critic_fit`` if it has one, else its training reward."""
+    path = str(path)
+    not_ours = f"{path} is not a Revolution! critic or policy checkpoint"
+    data = _load(path, not_ours)
+    if isinstance(data, dict) and data.get("format") == FORMAT:
+        data = _checked(data, path, f"{path} is not a Revolution! policy checkpoint", FORMAT, REQUIRED)
+        if action_mode(data) != "bid":
+            raise ValueError(f"{path}: a token-mode policy's critic reads the bid under construction; give a critic "
+                             "of the bid mode")  # fmt: skip
+        net = data["policy"].get("critic")
+        if net is None:
+            raise ValueError(f"{path}: this checkpoint carries no critic (revolution fit-critic fits one)")
+        report = (data.get("critic_fit") or {}).get("report") or {}
+        target = report.get("target") or data["env_options"].get("reward")
+    else:
+        data = _checked(data, path, not_ours, CRITIC_FORMAT, CRITIC_REQUIRED)
+        net, target = data["critic"], data["env_options"].get("reward")
+    check_compatible(data, env_options, path)
+    try:
+        return Critic(net, path, target or "win_loss", **env_options)
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ValueError(f"{path}: bad critic entry ({type(exc).__name__}: {exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: bad critic entry ({exc})") from None
 
 
 def _critic(policy: Mapping[str, Any], size: int) -> Mlp | None:

@@ -14,7 +14,8 @@ a bid played with near certainty is outbid, and an equilibrium mixes. As SearchB
    of the game, the round's other decisions (Guy, Spy, Apothecary, Remove) made by the blueprint, to the next bid
    decision or the game's end. Each player's payoff is the game's final reward where it ended (``win_loss``: +1 to
    a winner, -1 to the others; D7, D13), else a value function of that player's observation of the next bid
-   decision: a checkpoint's critic, or a stand-in (:func:`appraisal_value`, :func:`margin_value`).
+   decision: a checkpoint's critic, a critic fitted from games (``critic=PATH``), or a stand-in
+   (:func:`appraisal_value`, :func:`margin_value`).
 4. **An equilibrium** of that matrix game (:func:`.matrix_games.solve`: two players, the zero-sum game of their
    payoff difference by linear programming or regret matching; more, regret matching for every seat at once).
 5. **Double oracle** (DORA, Bakhtin et al., NeurIPS 2021): for every seat, a pool of further bids (single-token
@@ -133,14 +134,14 @@ def margin_value(layout: ObservationLayout, scale: float = MARGIN_SCALE) -> Valu
 
 
 def appraisal_value(bot: Agent, scale: float = MARGIN_SCALE) -> Value:
-    """A stand-in for a critic from the heuristics' judgement (:mod:`.appraisal`): the observer's projected margin
-    as ``bot`` (a heuristic) appraises it (expected area points, the support still to come, the lead's worth in
-    an earlier end), squashed by ``tanh(margin / scale)``. It is what the heuristics' bids are built on."""
-    from revolution_env.agents.appraisal import Position  # (numba-free, but only the heuristics' code needs it)
+    """A stand-in for a critic from the heuristics' judgement (:func:`.decisions.appraise`): the observer's
+    projected margin as ``bot`` (a heuristic) appraises it (expected area points, the support still to come, the
+    lead's worth in an earlier end), squashed by ``tanh(margin / scale)``. It is what the heuristics' bids are
+    built on."""
+    from revolution_env.agents.compiled import observers_margins  # only the heuristics' code needs it
 
     def value(observations: np.ndarray) -> np.ndarray:
-        out = [Position(bot.t, bot.layout.decode(o), bot.judgement).U0[0] for o in observations]
-        return np.tanh(np.asarray(out, dtype=np.float64) / scale)
+        return np.tanh(observers_margins(bot, np.asarray(observations)) / scale)
 
     return value
 
@@ -471,8 +472,9 @@ OPTIONS = {  # the spec's keys: (Settings field or agent option, type)
     "method": ("method", str),
     "seed": ("seed", int),
     "value": ("value", str),
+    "critic": ("critic", str),
 }
-VALUES = ("critic", "appraisal", "margin")  # value=: the checkpoint's critic, or a stand-in
+VALUES = ("critic", "appraisal", "margin")  # value=: the checkpoint's critic (or critic=PATH's), or a stand-in
 
 
 def is_equilibrium(spec: Any) -> bool:
@@ -505,7 +507,7 @@ def parse_spec(spec: str) -> tuple[dict[str, Any], str]:
 
 
 def spec_settings(options: dict[str, Any]) -> Settings:
-    return Settings(**{k: v for k, v in options.items() if k not in ("seed", "value")})
+    return Settings(**{k: v for k, v in options.items() if k not in ("seed", "value", "critic")})
 
 
 def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str], bool],
@@ -517,8 +519,11 @@ def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str
     :func:`appraisal_value` (``value=appraisal``). A checkpoint's are scored by its critic (``value=critic``,
     the default: ``PolicyAgent.value(observations) -> values``, raw observation vectors in, one value per row in
     the rewards' range), which a checkpoint without one refuses in one line; ``value=appraisal`` or ``value=margin``
-    asks for a stand-in. A checkpoint is sampled for candidates (its masked distribution, cheap enough for the
-    double oracle's pool too) and plays its argmax at every other decision."""
+    asks for a stand-in. ``critic=PATH`` scores the states of either by the critic in ``PATH`` instead
+    (:func:`.checkpoint.load_critic`: a critic file that ``revolution fit-critic`` wrote for agents without a
+    network, or a policy checkpoint's critic), which must predict the ``win_loss`` reward, the payoff of a game
+    that ends within the round. A checkpoint is sampled for candidates (its masked distribution, cheap enough for
+    the double oracle's pool too) and plays its argmax at every other decision."""
     options, policy = parse_spec(spec)
     try:
         settings = spec_settings(options)
@@ -526,17 +531,29 @@ def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str
         raise ValueError(f"{spec!r}: {exc}") from None
     env_options = {k: v for k, v in env_options.items() if k not in ("reward", "action_mode")}
     heuristics = [load(name, **env_options) for name in HEURISTIC_BIDS]
+    critic = options.get("critic")
+    if critic is not None and options.get("value", "critic") != "critic":
+        raise ValueError(f"{spec!r}: critic= scores the states by that critic, value={options['value']} by a stand-in:"
+                         " give one of them")  # fmt: skip
     if named(policy):
         blueprint = Sampler(load(policy, **env_options), cheap=policy == "random")
         chooser = load(policy, **env_options)
-        how = options.get("value", "margin")
-        if how == "critic":
-            raise ValueError(f"{spec!r}: {policy} has no critic; give value=margin or value=appraisal")
+        how = options.get("value", "critic" if critic is not None else "margin")
+        if how == "critic" and critic is None:
+            raise ValueError(f"{spec!r}: {policy} has no critic; give critic=PATH, value=margin or value=appraisal")
     else:
         blueprint = Sampler(load(policy + ":sample", **env_options), cheap=True)
         chooser = load(policy + ":argmax", **env_options)
         how = options.get("value", "critic")
-    if how == "critic":
+    if critic is not None:
+        from revolution_env.agents.checkpoint import load_critic  # (torch reads the file)
+
+        fitted = load_critic(critic, **env_options)
+        if fitted.target != "win_loss":
+            raise ValueError(f"{spec!r}: {critic} predicts the {fitted.target} reward; the search's payoffs are "
+                             "win_loss (fit one with revolution fit-critic --target win_loss)")  # fmt: skip
+        value = fitted.value
+    elif how == "critic":
         value = _critic(policy, chooser)
     elif how == "appraisal":
         value = appraisal_value(heuristics[0])

@@ -8,9 +8,9 @@ actions and lets a small equilibrium computation at each decision pick a mixture
 
 1. **Candidates**: the policy's most likely bid and ``candidates - 1`` bids sampled from its masked distribution
    (the same bid drawn twice counts once).
-2. **Rivals**: the rivals' bids as ``value`` samples them (:class:`.heuristics.BidModel`: their interests, their
-   habits, a third of them planned as ``value`` plans its own bid), and what each candidate is worth against each
-   sample (:meth:`.heuristics.BidModel.sample_values`, the change in projected margin of :mod:`.appraisal`). A
+2. **Rivals**: the rivals' bids as ``value`` samples them (:mod:`.decisions`: their interests, their habits, a
+   third of them planned as ``value`` plans its own bid), and what each candidate is worth against each sample
+   (:meth:`.heuristics.ValueBot.bid_values`, the change in projected margin). A
    policy checkpoint holds its actor only, no critic: the heuristics' appraisal is the judge.
 3. **Regret matching** (RM+, alternating updates, linear averaging) on that matrix: we choose a mixture over our
    candidates, the rivals a mixture over their samples, ``caution`` of it chosen against us (an adversary that
@@ -127,10 +127,8 @@ class SearchAgent(Agent):
         bids, actions = self.candidate_bids(observation, info, view.tokens[0])
         if len(bids) == 1:
             return actions[0]
-        from revolution_env.agents.appraisal import Position
-
-        model = self.judge.bid_model(view, Position(self.judge.t, view, self.judge.judgement))
-        strategy = regret_matching(model.sample_values(bids), self.caution, self.iterations)
+        per_sample, _ = self.judge.bid_values(observation, bids)
+        strategy = regret_matching(per_sample, self.caution, self.iterations)
         return actions[int(self.rng.choice(len(bids), p=strategy))]
 
     def candidate_bids(

@@ -3,8 +3,8 @@
 A bot trained against ``value``, ``bargain`` and ``area`` may have learnt their habits rather than the game; these
 variants keep each style's code and change how it reads its rivals or what it wants, so that a gauntlet against
 them measures strength on opponents nobody trained against (docs/heldout.md, which tabulates their parameters;
-:mod:`.heldout` keeps them out of training). Each sets class attributes only, so it plays compiled like its style
-(``heuristics.sets_parameters_only``).
+:mod:`.heldout` keeps them out of training). Each sets class attributes only: its decisions are its style's code,
+with its own parameters.
 
 Two players, ``value`` sets its own ``sharpness`` and the ``lock``, ``trailing`` and ``special_scale`` of its
 judgement (``ValueBot.__init__``): its variants change none of those.
@@ -12,7 +12,6 @@ judgement (``ValueBot.__init__``): its variants change none of those.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from revolution_env.agents.heuristics import AreaBot, BargainBot, HeuristicBot, ValueBot
@@ -74,9 +73,9 @@ def changed_parameters(bot: type[HeuristicBot]) -> dict[str, Any]:
             continue
         ours, theirs = getattr(bot, key), getattr(base, key)
         if key == "judgement":
-            for f in dataclasses.fields(ours):
-                if getattr(ours, f.name) != getattr(theirs, f.name):
-                    out[f"judgement.{f.name}"] = (getattr(theirs, f.name), getattr(ours, f.name))
+            for field in ours._fields:
+                if getattr(ours, field) != getattr(theirs, field):
+                    out[f"judgement.{field}"] = (getattr(theirs, field), getattr(ours, field))
         elif ours != theirs:
             out[key] = (theirs, ours)
     return out

@@ -39,7 +39,7 @@ from revolution_env.engine.kernels import (
     SPY_OWNER,
     TRUNCATED,
 )
-from revolution_env.engine.scenario import MODES
+from revolution_env.engine.scenario import MODES, export_game, run_scenario
 
 # The fewest games of a part where a call steps games side by side (common.jit.in_parts): a game's step costs about
 # a microsecond, four times an observation's, so that parts of 512 games pay for the hand-off to a thread (a
@@ -554,8 +554,9 @@ class BatchedGame:
         return self.snapshot([game]).state_dict(0)
 
     def export(self, game: int) -> dict[str, Any]:
-        """Game ``game`` so far as a scenario (with ``seed``, and ``priority`` in every round of the two-player
-        variant) that ``revolution_env.run_scenario`` replays to the same state."""
+        """Game ``game`` so far as a scenario (with ``seed``, ``priority`` in every round of the two-player variant,
+        the first edition's ``start.deck`` and rounds' ``reshuffles``) that ``revolution_env.run_scenario`` replays to
+        the same state without the generator."""
         return self.snapshot([game]).export(0)
 
 
@@ -645,7 +646,13 @@ class GameRecords:
             if removes:
                 entry["remove"] = removes
             rounds.append(entry)
-        return {"rules": L.rules.to_dict(), "seed": int(self.seeds[i]), "rounds": rounds}
+        data = {"rules": L.rules.to_dict(), "seed": int(self.seeds[i]), "rounds": rounds}
+        if L.card_space >= 0:
+            # A saved game records its draws (start.deck, each round's reshuffles). The batched engine draws its
+            # shuffles ahead and keeps no record of the round each came in: the scalar engine, replaying the game
+            # from its seed (the same generator, the same shuffles), records them.
+            return export_game(run_scenario(data, draws="seed"))
+        return data
 
 
 def draw_pile(deck: np.ndarray, meta: np.ndarray) -> np.ndarray:

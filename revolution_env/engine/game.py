@@ -104,6 +104,11 @@ class IllegalAction(ValueError):
     """A decision that the rules do not allow in the current state."""
 
 
+class UnrecordedDraw(ValueError):
+    """A game replayed from its record (``Game.replaying``) came to a chance outcome that the record does not hold:
+    a draw from a deck it does not give, or a reshuffle it does not list (docs/scenarios.md §3)."""
+
+
 @dataclass(frozen=True)
 class Rules:
     """The options of one game. ``bid_refunds=None`` takes the variant's default (docs/rules.md §6, D14)."""
@@ -364,8 +369,18 @@ class Game:
         self._contested: list[bool] = []
         self._card_queue: list[list[int]] = []  # [seat, cards still to draw]
         self._draw_pile: list[int] = []
+        # Chance outcomes are recorded as they happen, so that a saved game replays without the generator: the
+        # deck as first dealt (a scenario's start.deck), and each D15 reshuffle in the history of its round. A game
+        # replayed from its record sets ``replaying``: a draw the record does not hold is then an error, not a
+        # draw from the generator (``recorded_deck``: whether the pile came from the record; ``reshuffles``: the
+        # record's new orders, in the order the round needs them).
+        self.first_pile: list[int] = []
+        self.replaying = False
+        self.recorded_deck = False
+        self.reshuffles: list[list[int]] = []
         if L.card_space >= 0:
             self._draw_pile = self._shuffled_deck()
+            self.first_pile = list(self._draw_pile)
         self.start: dict[str, Any] | None = None  # the scenario start position this game was set up from
         self.history: list[dict[str, Any]] = []  # every decision, round by round (see scenario.export)
 
@@ -771,6 +786,17 @@ class Game:
     def _shuffled_deck(self) -> list[int]:
         return self._deck_rng.permutation(len(self.layout.components.deck)).tolist()
 
+    def _reshuffled(self) -> list[int]:
+        """The pile after a D15 reshuffle: the record's next order when replaying, else the generator's. The
+        generator draws either way, so that a game replayed with its seed plays on as the original did."""
+        drawn = self._shuffled_deck()
+        if not self.replaying:
+            return drawn
+        if not self.reshuffles:
+            raise UnrecordedDraw("the deck runs out and is reshuffled here, but the record lists no reshuffle")
+        self.recorded_deck = True
+        return self.reshuffles.pop(0)
+
     def _start_cards(self, c: int) -> None:
         col = self.bids[:, c]
         gold = col[:, GOLD].copy()
@@ -790,7 +816,10 @@ class Game:
             if entry[1] == 0:
                 self._card_queue.pop(0)
             if not self._draw_pile:
-                self._draw_pile = self._shuffled_deck()  # D15: reshuffled, discards included
+                self._draw_pile = self._reshuffled()  # D15: reshuffled, discards included
+                self.history[-1].setdefault("reshuffles", []).append(list(self._draw_pile))
+            elif self.replaying and not self.recorded_deck:
+                raise UnrecordedDraw("a card is drawn, but the record gives no deck (start.deck)")
             index = self._draw_pile.pop(0)
             card = deck[index]
             self.cards_drawn.append((seat, index))

@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,7 @@ from revolution_env.engine.game import (
     IllegalAction,
     Rules,
     RulesError,
+    UnrecordedDraw,
     clean_bids,
     make_layout,
     priority_by_rule,
@@ -39,7 +42,10 @@ MODES = ("tie", "beat")
 MAX_COUNT = 2**31 - 1  # counts, support and rounds beyond this are no game position (and would overflow int64 sums)
 SCENARIO_KEYS = ("description", "covers", "rules", "seed", "start", "rounds", "expect", "expect_error")
 START_KEYS = ("round", "support", "tokens", "bank", "board", "supply", "deck")
-ROUND_KEYS = ("bids", "priority", "guy", "spy", "apothecary", "remove")
+ROUND_KEYS = ("bids", "priority", "guy", "spy", "apothecary", "remove", "reshuffles")
+# Where a scenario's chance outcomes come from: its record (``start.deck``, each round's ``reshuffles``, D9's
+# ``priority``), or, for games saved before records held them, the generator of its ``seed``.
+DRAWS = ("record", "seed")
 
 
 class ScenarioError(ValueError):
@@ -153,15 +159,31 @@ def new_game(data: dict[str, Any]) -> Game:
     return game
 
 
-def run_scenario(data: dict[str, Any]) -> Game:
-    """Play a scenario and return the game after its last round."""
+def run_scenario(data: dict[str, Any], draws: str = "record") -> Game:
+    """Play a scenario and return the game after its last round (see :func:`play_rounds` for ``draws``)."""
     game = new_game(data)
+    play_rounds(game, data, draws)
+    return game
+
+
+def play_rounds(game: Game, data: dict[str, Any], draws: str = "record") -> None:
+    """Play the scenario's rounds on ``game`` (its start position, from :func:`new_game`). With ``draws="record"``
+    every chance outcome comes from the scenario (the first edition's ``start.deck`` and each round's
+    ``reshuffles``): one it needs and does not hold is a :class:`ScenarioError`, so that a saved game replays the
+    same wherever it is replayed, whatever the seed. ``draws="seed"`` draws what the scenario does not hold from the
+    generator of its ``seed``, as games were saved before they recorded their draws. Either way the game draws from
+    its generator once the scenario's rounds are played (playing on from its last state)."""
+    if draws not in DRAWS:
+        raise ValueError(f"draws: expected one of {', '.join(DRAWS)}, got {draws!r}")
     rounds = data.get("rounds", [])
     if not isinstance(rounds, list):
         raise ScenarioError("expected a list of rounds", field="rounds")
-    for spec in rounds:
-        play_round(game, spec)
-    return game
+    game.replaying = draws == "record"
+    try:
+        for spec in rounds:
+            play_round(game, spec)
+    finally:
+        game.replaying = False
 
 
 def set_position(game: Game, start: Any) -> None:
@@ -236,6 +258,7 @@ def set_position(game: Game, start: Any) -> None:
         game.supply[:] = comp.cubes_per_seat - on_board
     if "deck" in start:
         game._draw_pile = _deck(game, start["deck"])
+        game.first_pile, game.recorded_deck = list(game._draw_pile), True
     game.start = {k: start[k] for k in START_KEYS if k in start}
 
 
@@ -264,10 +287,11 @@ def _token_obj(value: Any, field: str, *, round: int | None = None, seat: int | 
     return counts
 
 
-def _deck(game: Game, value: Any) -> list[int]:
+def _deck(game: Game, value: Any, field: str = "start.deck", whole: bool = False, **where: Any) -> list[int]:
+    """Card names, top card first, as deck indices; ``whole``: every card of the deck, as a reshuffle deals."""
     deck = game.layout.components.deck
     if not isinstance(value, list):
-        raise ScenarioError("expected a list of card names, top card first", field="start.deck")
+        raise ScenarioError("expected a list of card names, top card first", field=field, **where)
     free = list(range(len(deck)))
     pile = []
     for i, name in enumerate(value):
@@ -275,9 +299,12 @@ def _deck(game: Game, value: Any) -> list[int]:
         if match is None:
             names = sorted({c.name for c in deck})
             raise ScenarioError(f"no card {name!r} left in the deck (cards: {', '.join(names)})",
-                                field=f"start.deck[{i}]")  # fmt: skip
+                                field=f"{field}[{i}]", **where)  # fmt: skip
         free.remove(match)
         pile.append(match)
+    if whole and free:
+        raise ScenarioError(f"a reshuffle deals the whole deck (D15): {len(deck)} cards, not {len(pile)}",
+                            field=field, **where)  # fmt: skip
     return pile
 
 
@@ -297,13 +324,18 @@ def play_round(game: Game, spec: Any) -> None:
         raise ScenarioError("Guy's placements exist only in the two-player variant (players 2)", round=r, field="guy")
     if "remove" in spec and L.card_space < 0:
         raise ScenarioError('"Remove 1 Influence" cards exist only in the first edition', round=r, field="remove")
+    if "reshuffles" in spec and L.card_space < 0:
+        raise ScenarioError("the deck exists only in the first edition", round=r, field="reshuffles")
+    game.reshuffles = [_deck(game, order, f"reshuffles[{i}]", True, round=r)
+                       for i, order in enumerate(_list(spec, "reshuffles", r))]  # fmt: skip
     bids = spec.get("bids")
     if not isinstance(bids, list) or len(bids) != L.players:
         raise ScenarioError(f"expected a list of {L.players} bids, one per deciding seat", round=r, field="bids")
     array = np.zeros((L.players, L.n_targets, 3), dtype=np.int64)
     for seat, bid in enumerate(bids):
         array[seat] = parse_bid(game, bid, round=r, seat=seat)
-    game.submit_bids(array, _priority(game, spec, array, r))
+    with _chance(game, r):
+        game.submit_bids(array, _priority(game, spec, array, r))
 
     guy = _list(spec, "guy", r)
     removes = _list(spec, "remove", r)
@@ -346,7 +378,8 @@ def play_round(game: Game, spec: Any) -> None:
             choice = _cube_choice(game, removes[used["remove"]], r, seat, field)
             used["remove"] += 1
         try:
-            game.choose(choice)
+            with _chance(game, r):
+                game.choose(choice)
         except IllegalAction as exc:
             raise ScenarioError(str(exc), round=r, seat=seat, field=_field_of(d.kind, used)) from None
 
@@ -361,6 +394,27 @@ def play_round(game: Game, spec: Any) -> None:
     if "apothecary" in spec and not used["apothecary"]:
         raise ScenarioError("given but not asked: nobody won the Apothecary with a swap to make", round=r,
                             field="apothecary")  # fmt: skip
+    if game.reshuffles:
+        unused = len(_list(spec, "reshuffles", r)) - len(game.reshuffles)
+        game.reshuffles = []
+        raise ScenarioError("given but not asked: the deck did not run out again this round", round=r,
+                            field=f"reshuffles[{unused}]")  # fmt: skip
+
+
+class UnrecordedDrawError(ScenarioError):
+    """A scenario replayed from its record needs a chance outcome that it does not hold (:func:`play_rounds`)."""
+
+
+@contextlib.contextmanager
+def _chance(game: Game, r: int) -> Iterator[None]:
+    """A draw the replayed record does not hold, as the scenario's error where it is missing."""
+    try:
+        yield
+    except UnrecordedDraw as exc:
+        field = "reshuffles" if "reshuffle" in str(exc) else "start.deck"
+        raise UnrecordedDrawError(f"{exc}: a saved game records its draws; one saved before records held them replays "
+                            "from its seed (draws='seed', revolution scenario --draws-from-seed)", round=r,
+                            field=field) from None  # fmt: skip
 
 
 def _priority(game: Game, spec: dict[str, Any], bids: np.ndarray, r: int) -> int | None:
@@ -473,6 +527,7 @@ def export_game(game: Game) -> dict[str, Any]:
     L = game.layout
     areas = L.components.area_names
     names = L.target_names
+    deck = L.components.deck
     rounds = game.history if game.decision is None or game.decision.kind == BID else game.history[:-1]
 
     def cube(v: tuple[int, int] | None) -> Any:
@@ -495,9 +550,13 @@ def export_game(game: Game) -> dict[str, Any]:
             entry["apothecary"] = "decline" if pick is None else {"first": cube(pick[0]), "second": cube(pick[1])}
         if "remove" in log:
             entry["remove"] = [cube(v) for v in log["remove"]]
+        if "reshuffles" in log:
+            entry["reshuffles"] = [[deck[i].name for i in order] for order in log["reshuffles"]]
         out_rounds.append(entry)
     data: dict[str, Any] = {"rules": game.rules.to_dict(), "seed": game.seed}
-    start = getattr(game, "start", None)
+    start = dict(getattr(game, "start", None) or {})
+    if L.card_space >= 0:  # the deck as first dealt: the game replays without the generator (D15)
+        start["deck"] = [deck[i].name for i in game.first_pile]
     if start:
         data["start"] = start
     data["rounds"] = out_rounds
@@ -506,14 +565,17 @@ def export_game(game: Game) -> dict[str, Any]:
 
 __all__ = [
     "BEAT",
+    "DRAWS",
     "TIE",
     "ScenarioError",
+    "UnrecordedDrawError",
     "dumps_state",
     "export_game",
     "load_json",
     "new_game",
     "parse_bid",
     "play_round",
+    "play_rounds",
     "run_scenario",
     "set_position",
     "state_dict",

@@ -31,7 +31,7 @@ from revolution_env.frontends.web import add_parser as add_serve_parser
 
 def cmd_scenario(args: argparse.Namespace) -> int:
     data = load_json(args.file)
-    game = run_scenario(data)
+    game = run_scenario(data, draws="seed" if args.draws_from_seed else "record")
     state = state_dict(game)
     print(dumps_state(state))
     if args.check:
@@ -112,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="the scenario, a JSON file")
     p.add_argument(
         "--check", action="store_true", help='also compare with the scenario\'s "expect" state (exit 1 if not equal)'
+    )
+    p.add_argument(
+        "--draws-from-seed",
+        action="store_true",
+        help="draw the chance outcomes the scenario does not record (the first edition's deck and reshuffles) from "
+        "its seed, as for games saved before saved games recorded them (docs/scenarios.md)",
     )
     p.set_defaults(func=cmd_scenario)
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from revolution_env.agents.loading import display_name
 from revolution_env.common.files import atomic_write
-from revolution_env.engine.scenario import ScenarioError, export_game, state_dict
+from revolution_env.engine.scenario import ScenarioError, UnrecordedDrawError, export_game, state_dict
 from revolution_env.frontends.web.trace import replay_scenario
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -55,6 +55,24 @@ class Entry:
     options: dict[str, Any] | None = None  # eval: the environment options
     note: str = ""
     version: tuple = ()  # the file's modification time and size when read
+
+
+def _replay(scenario: Any, where: str) -> tuple[Any, dict[str, Any], list[str]]:
+    """A scenario replayed from its record; one saved before saved games recorded their draws (the first
+    edition's deck), from its seed, with a warning."""
+    try:
+        game, replay = replay_scenario(scenario)
+        return game, replay, []
+    except UnrecordedDrawError:
+        pass
+    except ScenarioError as exc:
+        raise ReplayError(f"{where}: cannot be replayed: {exc}") from None
+    try:
+        game, replay = replay_scenario(scenario, draws="seed")
+    except ScenarioError as exc:
+        raise ReplayError(f"{where}: cannot be replayed: {exc}") from None
+    return game, replay, ["this game does not record its card draws (saved before games recorded them): they are "
+                         "drawn again from its seed by this version of the engine"]  # fmt: skip
 
 
 def _scenario_of(item: Any) -> tuple[Any, Any]:
@@ -287,11 +305,7 @@ class ReplayLibrary:
     def _replay_scenario(self, entry: Entry, index: int) -> dict[str, Any]:
         scenario, expected = _scenario_of(entry.items[index])
         where = _shown(entry.file) + (f", game {index}" if len(entry.items) > 1 else "")
-        try:
-            game, replay = replay_scenario(scenario)
-        except ScenarioError as exc:
-            raise ReplayError(f"{where}: cannot be replayed: {exc}") from None
-        warnings = []
+        game, replay, warnings = _replay(scenario, where)
         if expected is not None and expected != replay["state"]:
             warnings.append("the final state stored with this game differs from its replay")
         description = scenario.get("description") if isinstance(scenario, dict) else None
@@ -316,11 +330,7 @@ class ReplayLibrary:
                 scenario = runner.play(item["seed"], record=True).scenario
             except (ValueError, IllegalMoveError) as exc:
                 raise ReplayError(f"{where}: the game could not be played again: {exc}") from None
-        try:
-            game, replay = replay_scenario(scenario)
-        except ScenarioError as exc:
-            raise ReplayError(f"{where}: cannot be replayed: {exc}") from None
-        warnings = []
+        game, replay, warnings = _replay(scenario, where)
         players = len(names)
         support = game.final["support"]
         if list(support[:players]) != list(item["support"]) or list(game.final["winners"]) != list(item["winners"]):

@@ -15,7 +15,7 @@ from typing import Any
 
 from revolution_env.engine.components import TOKEN_TYPES
 from revolution_env.engine.game import APOTHECARY_FIRST, APOTHECARY_SECOND, GUY, REMOVE, SPY, Game, Layout
-from revolution_env.engine.scenario import MODES, new_game, play_round, state_dict
+from revolution_env.engine.scenario import MODES, new_game, play_rounds, state_dict
 from revolution_env.env.text import gains_text, layout_seat_names
 
 
@@ -218,19 +218,14 @@ def describe_layout(layout: Layout) -> dict[str, Any]:
     }
 
 
-def replay_scenario(data: dict[str, Any]) -> tuple[TracedGame, dict[str, Any]]:
-    """Play a scenario on a traced game. Returns the game and the replay as JSON: the layout, one record per
-    round (``start`` state, ``events`` with their states, ``end`` state, the revealed ``bids`` and ``winners``)
-    and the final canonical state. Raises :class:`~revolution_env.engine.ScenarioError` for a scenario that
-    cannot be played."""
+def replay_scenario(data: dict[str, Any], draws: str = "record") -> tuple[TracedGame, dict[str, Any]]:
+    """Play a scenario on a traced game (``draws``: where its chance outcomes come from, as in
+    :func:`~revolution_env.engine.scenario.play_rounds`). Returns the game and the replay as JSON: the layout, one
+    record per round (``start`` state, ``events`` with their states, ``end`` state, the revealed ``bids`` and
+    ``winners``) and the final canonical state. Raises :class:`~revolution_env.engine.ScenarioError` for a
+    scenario that cannot be played."""
     game = TracedGame.adopt(new_game(data))
-    from revolution_env.engine.scenario import ScenarioError
-
-    rounds = data.get("rounds", [])
-    if not isinstance(rounds, list):
-        raise ScenarioError("expected a list of rounds", field="rounds")
-    for spec in rounds:
-        play_round(game, spec)
+    play_rounds(game, data, draws)
     return game, replay_json(game)
 
 
