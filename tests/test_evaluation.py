@@ -863,7 +863,7 @@ def test_a_damaged_line_before_the_last_is_one_line_naming_it(tmp_path, capsys):
 
 
 def test_what_an_agent_plays_from_is_fingerprinted(tmp_path):
-    from revolution_env.evaluation.journal import files_of, fingerprints
+    from revolution_env.evaluation.journal import files_of, fingerprints, identity
 
     bot = str(tmp_path / "bot.pt")
     assert files_of("value") == [] and files_of(bot) == files_of(f"{bot}:sample") == [bot]
@@ -873,7 +873,22 @@ def test_what_an_agent_plays_from_is_fingerprinted(tmp_path):
     members = [{"spec": "bot.pt", "weight": 1}, {"spec": "value", "weight": 1}]
     population.write_text(json.dumps({"format": "revolution-population", "population": members}))
     assert files_of(str(population)) == [str(population), bot]
+    assert files_of(f"equilibrium:k=4:{bot}") == [bot]  # the policy a search plays
     first = fingerprints({"a": bot, "b": f"mix:{bot}@1,value"})
     assert list(first) == [bot]
+    # an agent's identity: the same fingerprints in the spec, so that a copy elsewhere is the same agent
+    copy = tmp_path / "elsewhere" / "copy.pt"
+    copy.parent.mkdir()
+    copy.write_bytes(b"one")
+    digest = "sha256:" + first[bot]
+    assert (
+        identity(f"mix:{bot}:sample@2,value")
+        == identity(f"mix:{copy}:sample@2,value")
+        == f"mix:{digest}:sample@2,value"
+    )
+    assert identity(f"equilibrium:k=4:{bot}") == f"equilibrium:k=4:{digest}" and identity("value") == "value"
+    assert identity(f"search:{copy}") == f"search:{digest}" and identity(str(population)).endswith(
+        f"[{digest}@1,value@1]"
+    )
     (tmp_path / "bot.pt").write_bytes(b"two")
-    assert fingerprints({"a": bot}) != first
+    assert fingerprints({"a": bot}) != first and identity(bot) != identity(str(copy))  # retrained at the same path

@@ -463,7 +463,21 @@ COMMANDS = {
     "play": ([], ["--seat", "--opponents", "--seed", "--players", "--board", "--max-rounds"]),
     "eval": (["--agents", "nosuch", "DIR", "BAD"], ["--games", "--seed", "--workers", "--out", "--players"]),
     "train": (["--config", "BAD"], ["--out", "--total-steps", "--resume", "--config"]),
-    "exploit": (["nosuch"], ["--steps", "--players", "--seed", "--n-envs", "--reward", "--seeds", "--games", "--out"]),
+    "exploit": (
+        ["nosuch"],
+        [
+            "--steps",
+            "--players",
+            "--seed",
+            "--n-envs",
+            "--reward",
+            "--seeds",
+            "--games",
+            "--out",
+            "--common-start",
+            "--known-games",
+        ],
+    ),  # fmt: skip
     "main": (["--steps", "0"], ["--games", "--seed", "--steps"]),
 }
 

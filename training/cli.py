@@ -16,6 +16,7 @@ from revolution_training.exploit import (
     CURVE_STEPS,
     EVAL_GAMES,
     GAMES,
+    KNOWN_GAMES,
     N_ENVS,
     REWARD,
     SEEDS,
@@ -121,12 +122,15 @@ def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``exploit`` subcommand (the exploitability benchmark, ``revolution_training.exploit``)."""
     p = subparsers.add_parser(
         "exploit",
-        help="approximate exploitability: best responses trained against a frozen agent, and how often they win",
-        description="Train --seeds best responses against AGENT (the agent in every other seat) for --steps learner "
-        "steps each, play --games fresh seat-rotated games with each, and report the maximum win rate over the "
-        "seeds with every seed's 95% interval, beside calibration rows (the same protocol against random and "
-        "value). With --curve, the same for every snapshot of a training run, plotted against its steps. Run the "
-        "same command again to continue an interrupted benchmark (see training/exploit.py, docs/exploitability.md).",
+        help="approximate exploitability: the most that best responses or known agents win against a frozen agent",
+        description="Approximate exploitability of AGENT: the most that any of three sources wins against it, each "
+        "named: (a) --seeds best responses started from a copy of AGENT's policy (where it has weights) and (b) as "
+        "many started from --common-start, each trained against AGENT (in every other seat) for --steps learner "
+        "steps and measured on --games fresh seat-rotated games; (c) the best known response, --known-games "
+        "seat-rotated games of each --known agent against AGENT. Every seed and known agent is shown with its 95% "
+        "interval, beside calibration rows (the same protocol against random and value). With --curve, the same for "
+        "every snapshot of a training run, plotted against its steps. Run the same command again to continue an "
+        "interrupted benchmark (see training/exploit.py, docs/exploitability.md).",
     )
     p.add_argument(
         "agent",
@@ -167,6 +171,25 @@ def add_exploit_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=CALIBRATION_DIR,
         help=f"where calibration rows are cached, by protocol (default {CALIBRATION_DIR})",
     )
+    p.add_argument(
+        "--common-start",
+        metavar="CHECKPOINT",
+        help="source (b): the policy checkpoint every agent's best responses also start from (default the shipped "
+        "bot of the players' count, checkpoints/two_players.pt, three_players.pt, four_players.pt)",
+    )
+    p.add_argument(
+        "--known",
+        nargs="+",
+        metavar="SPEC",
+        help="source (c): the known agents played against the agent (default value, bargain, area, the held-out "
+        "set, the shipped bot, random)",
+    )
+    p.add_argument(
+        "--known-games",
+        type=positive_int,
+        default=KNOWN_GAMES,
+        help=f"seat-rotated games of each known agent against the agent (default {KNOWN_GAMES:,})",
+    )
     p.add_argument("--out", help="the benchmark's folder (default runs/exploit/<agent>, or runs/exploit/curve-<run>)")
     p.add_argument(
         "--ray",
@@ -192,7 +215,8 @@ def cmd_exploit(args: argparse.Namespace) -> int:
         "players": args.players, "seeds": args.seeds, "seed": args.seed, "games": args.games,
         "eval_games": args.eval_games, "n_envs": args.n_envs, "reward": args.reward, "out": args.out,
         "calibration": [] if args.no_calibration else args.calibration, "calibration_dir": args.calibration_dir,
-        "ray_address": args.ray,
+        "ray_address": args.ray, "common_start": args.common_start, "known": args.known,
+        "known_games": args.known_games,
     }  # fmt: skip
     say = functools.partial(print, flush=True)
     try:

@@ -28,7 +28,7 @@ FOR_EVALUATION_ONLY = "held-out opponents are for evaluation only (docs/heldout.
 MIXTURES = ("mix:", "meta:")  # a mixture per decision, per game (a PSRO meta-strategy): SPEC@W,SPEC@W,...
 
 
-def _shown(path: Path) -> str:
+def shown(path: Path) -> str:
     """A path as a spec: relative to the working folder where it lies below it (so that reports and results.json
     read the same on every machine), else absolute."""
     relative = os.path.relpath(path)
@@ -45,7 +45,7 @@ def default_held_out(players: int, agent: str | None = None) -> list[str]:
         agent = searched_spec(agent)
     path = FOLDER / PREVIOUS.get(players, "")
     if players in PREVIOUS and path.is_file() and not (agent and _same_file(checkpoint_path(agent), path)):
-        specs.append(_shown(path))
+        specs.append(shown(path))
     return specs
 
 

@@ -19,12 +19,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from revolution_env.agents.equilibrium import is_equilibrium
+from revolution_env.agents.equilibrium import parse_spec as equilibrium_spec
 from revolution_env.agents.loading import checkpoint_path, is_checkpoint
-from revolution_env.agents.mixture import META, is_meta, is_mixture, meta_members, parse_mixture
+from revolution_env.agents.mixture import META, is_meta, is_mixture, meta_members, rename_components
+from revolution_env.agents.search import PREFIX as SEARCH
 from revolution_env.agents.search import is_search, searched_spec
 from revolution_env.arena.runner import GameResult
 from revolution_env.common.files import atomic_write
@@ -36,15 +39,44 @@ FORMAT = "revolution-eval/1"
 MODES = {"lineup": "a lineup (--agents)", "pool": "a round robin (--pool)", "gauntlet": "a gauntlet (--gauntlet)"}
 
 
-def files_of(spec: str) -> list[str]:
-    """Every file an agent spec plays from: a checkpoint's, a population file and its members', a mixture's parts'."""
-    if is_meta(spec) or is_mixture(spec):
-        members = meta_members(spec) if is_meta(spec) else parse_mixture(spec)
-        own = [] if is_mixture(spec) or spec.startswith(META) else [spec]  # a population file is read too
-        return own + [path for name, _ in members for path in files_of(name)]
+def _files_renamed(spec: str, rename: Callable[[str], str]) -> str:
+    """``spec`` with every file it plays from passed through ``rename``, in the order they are read: a checkpoint's
+    (its ``:sample`` kept), a population file and then its members', a mixture's parts', the policy of a search."""
+    if is_mixture(spec) or (is_meta(spec) and spec.startswith(META)):
+        return rename_components(spec, lambda part: _files_renamed(part, rename))
+    if is_meta(spec):  # a population file: the file, then its members (their paths are relative to it)
+        own = rename(spec)  # first: the order files are read in
+        members = ",".join(f"{_files_renamed(name, rename)}@{weight:g}" for name, weight in meta_members(spec))
+        return f"{own}[{members}]"
     if is_search(spec):
-        return files_of(searched_spec(spec))
-    return [checkpoint_path(spec)] if is_checkpoint(spec) else []
+        return SEARCH + _files_renamed(searched_spec(spec), rename)
+    if is_equilibrium(spec):
+        policy = equilibrium_spec(spec)[1]
+        return spec[: len(spec) - len(policy)] + _files_renamed(policy, rename)
+    if is_checkpoint(spec):
+        path = checkpoint_path(spec)
+        return rename(path) + spec[len(path) :]
+    return spec
+
+
+def files_of(spec: str) -> list[str]:
+    """Every file an agent spec plays from: a checkpoint's, a population file and its members', a mixture's parts',
+    the policy of a search (``search:``, ``equilibrium:``)."""
+    files: list[str] = []
+    _files_renamed(spec, lambda path: files.append(path) or path)
+    return files
+
+
+def file_digest(path: str | Path) -> str:
+    """A file's content as the records name it: the first 16 hex digits of its sha256."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def identity(spec: str) -> str:
+    """An agent as records compare it: ``spec`` with every file it plays from (:func:`files_of`) named by its content
+    (``sha256:`` and :func:`file_digest`), so that a file retrained at the same path is another agent and a copy of
+    it elsewhere the same one (an exploitability benchmark's agent, its common start and known agents)."""
+    return _files_renamed(spec, lambda path: "sha256:" + file_digest(path))
 
 
 def fingerprints(agents: dict[str, str]) -> dict[str, str]:
@@ -54,7 +86,7 @@ def fingerprints(agents: dict[str, str]) -> dict[str, str]:
     for spec in agents.values():
         for path in files_of(spec):
             if path not in out:
-                out[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+                out[path] = file_digest(path)
     return out
 
 
