@@ -106,7 +106,12 @@ class IllegalAction(ValueError):
 
 class UnrecordedDraw(ValueError):
     """A game replayed from its record (``Game.replaying``) came to a chance outcome that the record does not hold:
-    a draw from a deck it does not give, or a reshuffle it does not list (docs/scenarios.md §3)."""
+    a draw from a deck it does not give, or a reshuffle it does not list (docs/scenarios.md §3). ``field``: the
+    scenario key that would hold it."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -793,7 +798,9 @@ class Game:
         if not self.replaying:
             return drawn
         if not self.reshuffles:
-            raise UnrecordedDraw("the deck runs out and is reshuffled here, but the record lists no reshuffle")
+            raise UnrecordedDraw(
+                "the deck runs out and is reshuffled here, but the record lists no reshuffle", "reshuffles"
+            )
         self.recorded_deck = True
         return self.reshuffles.pop(0)
 
@@ -819,7 +826,7 @@ class Game:
                 self._draw_pile = self._reshuffled()  # D15: reshuffled, discards included
                 self.history[-1].setdefault("reshuffles", []).append(list(self._draw_pile))
             elif self.replaying and not self.recorded_deck:
-                raise UnrecordedDraw("a card is drawn, but the record gives no deck (start.deck)")
+                raise UnrecordedDraw("a card is drawn, but the record gives no deck (start.deck)", "start.deck")
             index = self._draw_pile.pop(0)
             card = deck[index]
             self.cards_drawn.append((seat, index))

@@ -411,10 +411,9 @@ def _chance(game: Game, r: int) -> Iterator[None]:
     try:
         yield
     except UnrecordedDraw as exc:
-        field = "reshuffles" if "reshuffle" in str(exc) else "start.deck"
         raise UnrecordedDrawError(f"{exc}: a saved game records its draws; one saved before records held them replays "
                             "from its seed (draws='seed', revolution scenario --draws-from-seed)", round=r,
-                            field=field) from None  # fmt: skip
+                            field=exc.field) from None  # fmt: skip
 
 
 def _priority(game: Game, spec: dict[str, Any], bids: np.ndarray, r: int) -> int | None:
