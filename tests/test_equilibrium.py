@@ -10,6 +10,7 @@ import pytest
 
 from revolution_env.agents.base import RandomAgent
 from revolution_env.agents.equilibrium import (
+    ENGINES,
     EquilibriumAgent,
     RoundSearcher,
     Sampler,
@@ -29,6 +30,7 @@ from revolution_env.engine.game import BID, Decision, Game, Rules, clean_bids
 from revolution_env.engine.random_play import random_bids, random_choice
 from revolution_env.engine.scenario import state_dict
 from revolution_env.env import observation_layout
+from revolution_env.env.reconstruct import game_from_observation
 
 BOT = "checkpoints/two_players.pt"
 GAP = 0.02  # the search's NashConv (regret matching, 1,000 iterations) in the Blotto-like rounds below
@@ -143,6 +145,55 @@ def test_the_double_oracle_adds_a_best_response_that_gains_and_nothing_that_does
     same = searcher(options, characters_won(layout), heuristics=("value",), candidates=1, pool=64, oracle=1,
                     oracle_gain=10.0).search(game, np.random.default_rng(1))  # fmt: skip
     assert same.added == [0, 0, 0] and [len(b) for b in same.bids] == [1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    "options, blueprint, rounds",
+    [
+        ({"players": 2}, "value", 3),
+        ({"players": 3}, "value", 2),
+        ({"players": 4, "bid_refunds": True, "area_control_bonus": True}, "bargain", 4),
+        ({"players": 2, "first_edition": True}, "area", 2),
+        ({"players": 3, "first_edition": True}, "random", 3),
+        ({"players": 3, "max_rounds": 3}, "value", 2),  # every joint bid ends the game: the final rewards
+    ],
+)
+def test_the_batched_engine_gives_the_scalar_references_search_entry_by_entry(options, blueprint, rounds):
+    """``engine=batched`` (every joint bid a row of the batched engine) against ``engine=scalar`` (a copy of the game
+    each), the same generator and the blueprint reset alike: the same candidates, the same payoffs entry by entry,
+    the same double oracle and equilibrium. The round's other decisions are the blueprint's, drawn from its own
+    generator, in the same order on both engines (the rows waiting at each step, in row order), so that the draws
+    match; D9's coin is the position's on both. The position, rebuilt from an observation as an agent rebuilds it
+    (the first edition's pile and deck generator drawn), is left untouched."""
+    layout = observation_layout(**options)
+    value = margin_value(layout)
+    bots = [load_agent(name, **options) for name in ("value", "bargain", "area")]
+    ended = 0
+    for seed in range(2):
+        real = position(options, seed, rounds)
+        game = game_from_observation(layout.build(real, seed % real.layout.players, BID), layout, 0,
+                                     np.random.default_rng(seed))  # fmt: skip
+        before = state_dict(game)
+        found = {}
+        for engine in ENGINES:
+            chooser = load_agent(blueprint, **options)
+            chooser.reset(seed)
+            sampler = Sampler(load_agent(blueprint, **options), cheap=blueprint == "random")
+            settings = Settings(candidates=4, oracle=1, pool=8, oracle_gain=0.0, engine=engine)
+            search = RoundSearcher(layout, sampler, chooser, value, bots, settings)
+            found[engine] = search.search(game, np.random.default_rng(seed))
+            assert state_dict(game) == before
+        batched, scalar = found["batched"], found["scalar"]
+        for s in range(real.layout.players):
+            np.testing.assert_array_equal(batched.bids[s], scalar.bids[s])
+        assert batched.payoffs.shape == scalar.payoffs.shape and batched.rollouts == scalar.rollouts
+        np.testing.assert_allclose(batched.payoffs, scalar.payoffs, rtol=0, atol=1e-12)
+        assert batched.added == scalar.added
+        for x, y in zip(batched.solution.strategies, scalar.solution.strategies):
+            np.testing.assert_allclose(x, y, atol=1e-9)
+        ended += int((np.abs(scalar.payoffs) == 1).all())
+    if options.get("max_rounds") == 3:
+        assert ended == 2
 
 
 def test_neighbours_move_one_token_to_a_target_that_takes_it():

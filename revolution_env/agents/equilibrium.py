@@ -24,9 +24,9 @@ a bid played with near certainty is outbid, and an equilibrium mixes. As SearchB
    solved again. ``oracle`` rounds at most.
 6. Our bid is drawn from our seat's strategy with the agent's generator. Every other decision is the blueprint's.
 
-This module is the scalar reference: every joint bid is played on its own copy of the scalar engine. The batched
-engine is how it is meant to run fast (docs/experiments.md, "A round's equilibrium by search": where the time goes,
-what that version needs, and how this reference plays).
+The joint bids are played on rows of the batched engine (:class:`BatchedRounds`, ``engine=batched``, the default),
+or each on its own copy of the scalar engine (:func:`play_rounds`, ``engine=scalar``: the reference, which gives
+the same payoffs; docs/experiments.md, "A round's equilibrium by search": where the time goes, and how it plays).
 """
 
 from __future__ import annotations
@@ -43,7 +43,9 @@ import numpy as np
 
 from revolution_env.agents.base import Agent, RandomAgent, act_batch
 from revolution_env.agents.matrix_games import METHODS, Solution, solve
+from revolution_env.engine.batched import BatchedGame, clean_bids_batch, priority_by_rule_batch
 from revolution_env.engine.game import BID, Decision, Game
+from revolution_env.env.batched import BatchedView
 from revolution_env.env.core import MARGIN_SCALE, final_rewards
 from revolution_env.env.observation import ObservationLayout
 from revolution_env.env.reconstruct import game_from_observation
@@ -52,6 +54,9 @@ PREFIX = "equilibrium:"
 HEURISTIC_BIDS = ("value", "bargain", "area")  # the heuristics whose bid for each seat is always a candidate
 SUPPORT_FLOOR = 0.01  # a bid played with less probability is left out when scoring the pool against a mixture
 SEED_BOUND = 2**32
+# Where a search plays its joint bids: rows of the batched engine (BatchedRounds), or a copy of the scalar game each
+# (play_rounds: the reference, with the same payoffs; the batched engine is the faster, docs/experiments.md)
+ENGINES = ("batched", "scalar")
 
 Value = Callable[[np.ndarray], np.ndarray]  # observations (m, size) -> (m,) each observer's value
 
@@ -61,7 +66,7 @@ class Settings:
     """The options of a search. ``candidates``: bids per seat before the double oracle (K); ``iterations``: of
     regret matching; ``pool``: bids scored per seat and oracle round; ``oracle``: double-oracle rounds (0: none);
     ``oracle_gain``: what a best response must gain, in the game solved, to join; ``method``: the solver
-    (:data:`.matrix_games.METHODS`)."""
+    (:data:`.matrix_games.METHODS`); ``engine``: where the joint bids are played (:data:`ENGINES`)."""
 
     candidates: int = 4
     iterations: int = 1000
@@ -69,6 +74,7 @@ class Settings:
     oracle: int = 1
     oracle_gain: float = 0.02
     method: str = "auto"
+    engine: str = "batched"
 
     def __post_init__(self) -> None:
         for name in ("candidates", "iterations"):
@@ -80,6 +86,8 @@ class Settings:
             raise ValueError(f"oracle_gain: expected a number at least 0, got {gain!r}")
         if self.method not in METHODS:
             raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine: expected one of {', '.join(ENGINES)}, got {self.engine!r}")
 
 
 def _check_int(name: str, value: Any, least: int) -> None:
@@ -205,6 +213,67 @@ def seat_values(games: Sequence[Game], layout: ObservationLayout, value: Value) 
     return out
 
 
+class BatchedRounds:
+    """:func:`play_rounds` and :func:`seat_values` on the batched engine: the position loaded into one row per joint
+    bid (``BatchedGame.load``), the bids submitted in one call (D9's coin the position's, as every copy of the
+    scalar game flips it), then, while rows wait for a Guy, Spy, Apothecary or Remove decision, those rows observed
+    for their decider and ``chooser`` asked in one ``act_batch`` over them, in row order as :func:`play_rounds` asks;
+    then every player of every row observed and valued in one call. The same payoffs as the scalar reference where
+    ``chooser``'s draws are the same (``tests/test_equilibrium.py``). The batch is kept between calls, grown as
+    needed."""
+
+    def __init__(self, layout: ObservationLayout) -> None:
+        self.layout, self.codec = layout, layout.codec
+        self.view = BatchedView(layout.codec, layout)
+        self.batch: BatchedGame | None = None
+
+    def _rows(self, m: int) -> BatchedGame:
+        if self.batch is None or self.batch.n < m:
+            n = max(m, 64, 0 if self.batch is None else 2 * self.batch.n)
+            seeds = np.zeros(n, dtype=np.int64)  # its coins are never drawn: each round is given the position's
+            self.batch = BatchedGame(self.codec.layout, n, seeds=seeds, rng=np.random.default_rng(0))
+        return self.batch
+
+    def payoffs(self, game: Game, joint_bids: np.ndarray, chooser: Agent, value: Value, coin: int | None = None
+                ) -> np.ndarray:  # fmt: skip
+        """(m, players): each joint bid (m, players, T, 3) played one round from ``game`` (at a bid decision), each
+        player's payoff in it as :func:`seat_values` gives it. ``coin``: ``game.next_coin()``, where the caller has
+        it already (two players)."""
+        L, view = self.codec.layout, self.view
+        m, P = len(joint_bids), L.players
+        batch = self._rows(m)
+        rows = np.arange(m)
+        batch.load(rows, game)
+        bids = np.ascontiguousarray(joint_bids, dtype=np.int64)
+        priority = None
+        if L.scheming >= 0:  # D9: the rule where it decides, else the coin every copy of the game flips
+            ruled = priority_by_rule_batch(clean_bids_batch(bids, L)[0], L)
+            priority = np.where(ruled >= 0, -1, game.next_coin() if coin is None else coin)
+        batch.submit_bids(rows, bids, priority=priority)
+        while True:
+            waiting = rows[batch.kind[:m] >= int(Decision.GUY)]
+            if not len(waiting):
+                break
+            seats, kinds = batch.decider[waiting].copy(), batch.kind[waiting].copy()
+            obs, masks = view.observe_and_mask(batch, waiting, seats, kinds)
+            actions = act_batch(chooser, obs, masks, kinds)
+            batch.choose(waiting, view.engine_choices(actions[:, 0], seats, kinds))
+        out = np.zeros((m, P))
+        over = batch.over[:m]
+        ended = rows[over]
+        if len(ended):
+            seats = np.tile(np.arange(P), len(ended))
+            support = np.repeat(batch.final_support[ended], P, 0)
+            won = batch.final_win[ended, :P].ravel()
+            out[ended] = final_rewards("win_loss", won, support, seats).reshape(len(ended), P)
+        live = rows[~over]
+        if len(live):
+            games, seats = np.repeat(live, P), np.tile(np.arange(P), len(live))
+            obs = view.observe(batch, games, seats, np.full(len(games), int(BID)))
+            out[live] = np.asarray(value(obs), dtype=np.float64).reshape(len(live), P)
+        return out
+
+
 # --- the search --------------------------------------------------------------------------------------------------
 
 
@@ -275,6 +344,8 @@ class RoundSearcher:
         self.heuristics = list(heuristics)
         self.settings = settings if settings is not None else Settings()
         self.players = self.codec.P
+        self.rounds = BatchedRounds(layout) if self.settings.engine == "batched" else None
+        self._coin: int | None = None  # D9's coin of the position searched (two players)
 
     def search(self, game: Game, rng: np.random.Generator) -> RoundSearch:
         """The equilibrium of ``game``'s round, at a bid decision, for every player."""
@@ -283,6 +354,7 @@ class RoundSearcher:
         clock = _Clock()
         t = time.perf_counter()
         codec, st, P = self.codec, self.settings, self.players
+        self._coin = game.next_coin() if self.codec.layout.scheming >= 0 else None  # every round searched flips it
         views = [(self.layout.build(game, s, BID), codec.mask(game, s, BID)) for s in range(P)]
         bids, actions = [], []
         for s, (obs, mask) in enumerate(views):
@@ -341,9 +413,13 @@ class RoundSearcher:
     def _play(self, game: Game, joint: list[np.ndarray], keys: list, cache: dict, clock: _Clock, t: float) -> float:
         if not joint:
             return t
-        games = play_rounds(game, np.stack(joint), self.chooser, self.layout)
-        t = clock.add("rounds", t)
-        values = seat_values(games, self.layout, self.value)
+        if self.rounds is not None:
+            values = self.rounds.payoffs(game, np.stack(joint), self.chooser, self.value, self._coin)
+            t = clock.add("rounds", t)  # the values inside: the batched rounds end in one call of the value
+        else:
+            games = play_rounds(game, np.stack(joint), self.chooser, self.layout)
+            t = clock.add("rounds", t)
+            values = seat_values(games, self.layout, self.value)
         for k, v in zip(keys, values):
             cache[k] = v
         return clock.add("values", t)
@@ -470,6 +546,7 @@ OPTIONS = {  # the spec's keys: (Settings field or agent option, type)
     "oracle": ("oracle", int),
     "gain": ("oracle_gain", float),
     "method": ("method", str),
+    "engine": ("engine", str),
     "seed": ("seed", int),
     "value": ("value", str),
     "critic": ("critic", str),
