@@ -196,6 +196,42 @@ def test_the_batched_engine_gives_the_scalar_references_search_entry_by_entry(op
         assert ended == 2
 
 
+class FirstLegal(RandomAgent):
+    """A blueprint whose every decision is fixed by the state: the first legal value of every dimension."""
+
+    def act(self, observation, info):
+        return first_legal(self.codec, observation["action_mask"])
+
+
+def first_legal(codec, mask) -> np.ndarray:
+    return np.array([int(np.argmax(mask[o : o + n])) for o, n in zip(codec.offsets, codec.nvec)])
+
+
+@pytest.mark.parametrize("options", [{"players": 2}, {"players": 3, "first_edition": True}, {"players": 4}])
+def test_the_rounds_of_many_positions_in_one_batch_are_those_of_each_alone(options):
+    """``BatchedRounds.payoffs_many``: positions of several games, their joint bids on rows of one batch, the round's
+    other decisions in one call a step over all of them: each position's payoffs as it has them alone, and as the
+    scalar reference has them (a blueprint whose decisions are fixed by the state, so that no draw depends on which
+    rows are asked together)."""
+    from revolution_env.agents.equilibrium import BatchedRounds
+
+    layout = observation_layout(**options)
+    chooser, value = FirstLegal(**options), margin_value(layout)
+    games = [position(options, seed, 2 + seed) for seed in range(3)]
+    joint = []
+    for i, game in enumerate(games):
+        rng = np.random.default_rng(i)
+        joint.append(np.stack([random_bids(game, rng) for _ in range(5 + i)]))
+    rounds = BatchedRounds(layout)
+    together = rounds.payoffs_many(games, joint, chooser, value)
+    for game, bids, got in zip(games, joint, together):
+        alone = BatchedRounds(layout).payoffs(game, bids, chooser, value)
+        scalar = seat_values(play_rounds(game, bids, chooser, layout), layout, value)
+        np.testing.assert_allclose(got, alone, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got, scalar, rtol=0, atol=1e-12)
+    assert len({float(p[0, 0]) for p in together}) == 3  # three positions, three different payoffs
+
+
 def test_neighbours_move_one_token_to_a_target_that_takes_it():
     layout = observation_layout(players=3).codec.layout
     bid = np.zeros((layout.n_targets, 3), dtype=np.int64)

@@ -239,16 +239,28 @@ class BatchedRounds:
         """(m, players): each joint bid (m, players, T, 3) played one round from ``game`` (at a bid decision), each
         player's payoff in it as :func:`seat_values` gives it. ``coin``: ``game.next_coin()``, where the caller has
         it already (two players)."""
+        return self.payoffs_many([game], [joint_bids], chooser, value, None if coin is None else [coin])[0]
+
+    def payoffs_many(self, games: Sequence[Game], joint_bids: Sequence[np.ndarray], chooser: Agent, value: Value,
+                     coins: Sequence[int] | None = None) -> list[np.ndarray]:  # fmt: skip
+        """:meth:`payoffs` of many positions in one batch (each ``games[i]`` with its ``joint_bids[i]``, on rows of
+        its own, in order): the engine's steps, the chooser's and the value's calls over the rows of all of them."""
         L, view = self.codec.layout, self.view
-        m, P = len(joint_bids), L.players
+        P = L.players
+        sizes = [len(j) for j in joint_bids]
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        m = int(starts[-1])
         batch = self._rows(m)
         rows = np.arange(m)
-        batch.load(rows, game)
-        bids = np.ascontiguousarray(joint_bids, dtype=np.int64)
+        for game, lo, hi in zip(games, starts[:-1], starts[1:]):
+            batch.load(rows[lo:hi], game)
+        bids = np.ascontiguousarray(np.concatenate(joint_bids), dtype=np.int64)
         priority = None
-        if L.scheming >= 0:  # D9: the rule where it decides, else the coin every copy of the game flips
+        if L.scheming >= 0:  # D9: the rule where it decides, else the coin every copy of the position flips
+            if coins is None:
+                coins = [game.next_coin() for game in games]
             ruled = priority_by_rule_batch(clean_bids_batch(bids, L)[0], L)
-            priority = np.where(ruled >= 0, -1, game.next_coin() if coin is None else coin)
+            priority = np.where(ruled >= 0, -1, np.repeat(np.asarray(coins, dtype=np.int64), sizes))
         batch.submit_bids(rows, bids, priority=priority)
         while True:
             waiting = rows[batch.kind[:m] >= int(Decision.GUY)]
@@ -268,10 +280,10 @@ class BatchedRounds:
             out[ended] = final_rewards("win_loss", won, support, seats).reshape(len(ended), P)
         live = rows[~over]
         if len(live):
-            games, seats = np.repeat(live, P), np.tile(np.arange(P), len(live))
-            obs = view.observe(batch, games, seats, np.full(len(games), int(BID)))
+            at, seats = np.repeat(live, P), np.tile(np.arange(P), len(live))
+            obs = view.observe(batch, at, seats, np.full(len(at), int(BID)))
             out[live] = np.asarray(value(obs), dtype=np.float64).reshape(len(live), P)
-        return out
+        return [out[lo:hi] for lo, hi in zip(starts[:-1], starts[1:])]
 
 
 # --- the search --------------------------------------------------------------------------------------------------
