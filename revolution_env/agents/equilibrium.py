@@ -382,9 +382,15 @@ class RoundSearcher:
         for _ in range(st.oracle):
             if st.pool == 0:
                 break
+            # every seat's pool against the others' strategies, played in one batch (each seat's is scored against
+            # the strategies solved, whatever another seat adds)
+            asked = [self._pool_rows(game, s, obs, mask, bids, solution, rng) for s, (obs, mask) in enumerate(views)]
+            t = clock.add("pool", t)
+            missing = {k: r for a in asked if a is not None for r, k in zip(a[1], a[2]) if k not in cache}
+            t = self._play(game, list(missing.values()), list(missing), cache, clock, t)
             grew = False
-            for s, (obs, mask) in enumerate(views):
-                best, t = self._best_response(game, s, obs, mask, bids, solution, cache, rng, clock, t)
+            for s, a in enumerate(asked):
+                best = None if a is None else self._best_response(s, *a, solution, cache)
                 if best is not None:
                     bids[s] = np.concatenate([bids[s], best[0][None]])
                     actions[s] = np.concatenate([actions[s], best[1][None]])
@@ -436,17 +442,16 @@ class RoundSearcher:
             cache[k] = v
         return clock.add("values", t)
 
-    def _best_response(self, game: Game, seat: int, obs: np.ndarray, mask: np.ndarray, bids: list[np.ndarray],
-                       solution: Solution, cache: dict, rng: np.random.Generator, clock: _Clock, t: float
-                       ) -> tuple[tuple[np.ndarray, np.ndarray] | None, float]:  # fmt: skip
-        """The pool bid of ``seat`` that does best against the others' strategies, with its action, where it gains
-        more than ``oracle_gain`` over the seat's own strategy in the game solved; else None."""
-        codec, st = self.codec, self.settings
+    def _pool_rows(self, game: Game, seat: int, obs: np.ndarray, mask: np.ndarray, bids: list[np.ndarray],
+                   solution: Solution, rng: np.random.Generator
+                   ) -> tuple[np.ndarray, list[np.ndarray], list[tuple], list[float]] | None:  # fmt: skip
+        """``seat``'s pool (:meth:`_pool`) and the joint bids that score it against the others' strategies: ``(pool,
+        rows, keys, weights)``, every pool bid against every combination of the others' bids they play, each
+        combination's probability its weight; None for an empty pool."""
         x = solution.strategies
         pool = self._pool(seat, obs, mask, bids[seat], x[seat], game.tokens[seat], rng)
-        t = clock.add("pool", t)
         if not len(pool):
-            return None, t
+            return None
         support = []  # the others' bids they play, with their probabilities
         for s in range(self.players):
             keep = np.flatnonzero(x[s] >= SUPPORT_FLOOR) if s != seat else np.array([0])
@@ -460,15 +465,21 @@ class RoundSearcher:
                 rows.append(np.stack(joint))
                 keys.append(tuple(j.tobytes() for j in joint))
                 weights.append(w)
-        missing = [(r, k) for r, k in zip(rows, keys) if k not in cache]
-        t = self._play(game, [r for r, _ in missing], [k for _, k in missing], cache, clock, t)
+        return pool, rows, keys, weights
+
+    def _best_response(self, seat: int, pool: np.ndarray, rows: list[np.ndarray], keys: list[tuple],
+                       weights: list[float], solution: Solution, cache: dict
+                       ) -> tuple[np.ndarray, np.ndarray] | None:  # fmt: skip
+        """The pool bid of ``seat`` that does best against the others' strategies (:meth:`_pool_rows`, played), with
+        its action, where it gains more than ``oracle_gain`` over the seat's own strategy in the game solved; else
+        None."""
         payoff = np.stack([self._solved(cache[k], seat) for k in keys]) * np.array(weights)
         worth = payoff.reshape(-1, len(pool)).sum(0)  # (pool,): each pool bid against the others' mixture
         mine = self._solved(solution.values, seat)
         i = int(np.argmax(worth))
-        if worth[i] - mine <= st.oracle_gain:
-            return None, t
-        return (pool[i], codec.action_from_bid(pool[i])), t
+        if worth[i] - mine <= self.settings.oracle_gain:
+            return None
+        return pool[i], self.codec.action_from_bid(pool[i])
 
     def _solved(self, values: np.ndarray, seat: int) -> float:
         """A seat's payoff in the game solved: its own value, or with two players half the difference (D)."""
