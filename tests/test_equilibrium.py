@@ -232,6 +232,64 @@ def test_the_rounds_of_many_positions_in_one_batch_are_those_of_each_alone(optio
     assert len({float(p[0, 0]) for p in together}) == 3  # three positions, three different payoffs
 
 
+@pytest.mark.parametrize("options", [{"players": 2}, {"players": 3, "first_edition": True}])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_many_searches_at_once_find_what_each_finds_alone(options, engine):
+    """``RoundSearcher.search_many``: positions searched together (their rounds in one batch at every stage) find
+    each what its search alone finds with the same generator: candidates, payoffs, the double oracle's additions,
+    strategies (a blueprint whose round decisions the state fixes, so that no draw depends on which rows are asked
+    together)."""
+    layout = observation_layout(**options)
+    bots = [load_agent(name, **options) for name in ("value", "bargain", "area")]
+    settings = Settings(candidates=3, oracle=2, pool=8, oracle_gain=0.0, engine=engine)
+    search = RoundSearcher(layout, random_sampler(**options), FirstLegal(**options), margin_value(layout), bots,
+                           settings)  # fmt: skip
+    games = [position(options, seed, 1 + seed) for seed in range(3)]
+    together = search.search_many(games, [np.random.default_rng(seed) for seed in range(3)])
+    assert sum(sum(f.added) for f in together) >= 2
+    for seed, (game, found) in enumerate(zip(games, together)):
+        alone = search.search(game, np.random.default_rng(seed))
+        for s in range(game.layout.players):
+            np.testing.assert_array_equal(found.bids[s], alone.bids[s])
+        np.testing.assert_allclose(found.payoffs, alone.payoffs, rtol=0, atol=1e-12)
+        assert found.added == alone.added and found.rollouts == alone.rollouts
+        for x, y in zip(found.solution.strategies, alone.solution.strategies):
+            np.testing.assert_allclose(x, y, atol=1e-9)
+
+
+def test_an_equilibrium_agent_acts_for_many_games_at_once():
+    """``EquilibriumAgent.act_batch``: bid rows of several games searched together, the others by the blueprint:
+    legal actions, each bid one of its search's candidates, the same again after the same reset."""
+    options = {"players": 2}
+    agent = load_agent("equilibrium:k=3:pool=8:value", **options)
+    layout = agent.layout
+    rows = []
+    for seed in range(3):
+        game = position(options, seed, 1 + seed)
+        rows.append((layout.build(game, seed % 2, BID), layout.codec.mask(game, seed % 2, BID), int(BID)))
+    game = position(options, 5, 2)
+    game.submit_bids(random_bids(game, np.random.default_rng(0)))
+    if game.decision is not None and game.decision.kind != BID:
+        seat, kind = game.decision.seat, game.decision.kind
+        rows.append((layout.build(game, seat, kind), layout.codec.mask(game, seat, kind), int(kind)))
+    obs, masks, kinds = (np.stack(column) for column in zip(*rows))
+    agent.reset(3)
+    first = agent.act_batch(obs, masks, kinds)
+    agent.reset(3)
+    assert (agent.act_batch(obs, masks, kinds) == first).all()
+    codec = layout.codec
+    assert all(m[codec.offsets + a].all() for a, m in zip(first, masks))
+    searched = agent.searcher.search_many
+    seen = []
+    agent.searcher.search_many = lambda games, rngs: seen.append(searched(games, rngs)) or seen[-1]
+    agent.reset(3)
+    agent.act_batch(obs, masks, kinds)
+    assert len(seen) == 1 and len(seen[0]) == 3  # the bid rows in one call
+    for action, found in zip(first, seen[0]):
+        chosen = [i for i, a in enumerate(found.actions[0]) if (a == action).all()]
+        assert chosen and found.solution.strategies[0][chosen].sum() > 0
+
+
 def test_neighbours_move_one_token_to_a_target_that_takes_it():
     layout = observation_layout(players=3).codec.layout
     bid = np.zeros((layout.n_targets, 3), dtype=np.int64)

@@ -345,6 +345,23 @@ def neighbours(bids: np.ndarray, legal: np.ndarray) -> np.ndarray:
     return np.array(out, dtype=np.int64).reshape(-1, T, 3)
 
 
+@dataclass
+class _Position:
+    """One position's search as it goes: its game, generator, D9's coin (two players), every seat's view, the
+    candidates, the payoffs played so far by joint bid, and the game solved last."""
+
+    game: Game
+    rng: np.random.Generator
+    coin: int | None
+    views: list[tuple[np.ndarray, np.ndarray]]
+    bids: list[np.ndarray] = field(default_factory=list)
+    actions: list[np.ndarray] = field(default_factory=list)
+    cache: dict[tuple[bytes, ...], np.ndarray] = field(default_factory=dict)
+    payoffs: np.ndarray | None = None
+    solution: Solution | None = None
+    added: list[int] = field(default_factory=list)
+
+
 class RoundSearcher:
     """The search at one variant's bid decisions (the module's documentation): ``blueprint`` proposes bids,
     ``heuristics`` add theirs, ``chooser`` makes the round's other decisions, ``value`` scores the next state."""
@@ -357,51 +374,61 @@ class RoundSearcher:
         self.settings = settings if settings is not None else Settings()
         self.players = self.codec.P
         self.rounds = BatchedRounds(layout) if self.settings.engine == "batched" else None
-        self._coin: int | None = None  # D9's coin of the position searched (two players)
 
     def search(self, game: Game, rng: np.random.Generator) -> RoundSearch:
         """The equilibrium of ``game``'s round, at a bid decision, for every player."""
-        if game.decision is None or game.decision.kind != BID:
-            raise ValueError("search: the game is not at a bid decision")
+        return self.search_many([game], [rng])[0]
+
+    def search_many(self, games: Sequence[Game], rngs: Sequence[np.random.Generator]) -> list[RoundSearch]:
+        """:meth:`search` of many positions at once, each with its own generator (each position's draws those of its
+        search alone): the rounds of all of them played together at every stage (the first payoffs, the double
+        oracle's pools, the grown games), on the batched engine in one batch (``BatchedRounds.payoffs_many``).
+        ``seconds`` is the whole call's, in every result."""
+        for game in games:
+            if game.decision is None or game.decision.kind != BID:
+                raise ValueError("search: the game is not at a bid decision")
         clock = _Clock()
         t = time.perf_counter()
         codec, st, P = self.codec, self.settings, self.players
-        self._coin = game.next_coin() if self.codec.layout.scheming >= 0 else None  # every round searched flips it
-        views = [(self.layout.build(game, s, BID), codec.mask(game, s, BID)) for s in range(P)]
-        bids, actions = [], []
-        for s, (obs, mask) in enumerate(views):
-            b, a = self._candidates(obs, mask, game.tokens[s], rng)
-            bids.append(b)
-            actions.append(a)
+        found = []
+        for game, rng in zip(games, rngs):
+            coin = game.next_coin() if codec.layout.scheming >= 0 else None  # every round searched flips it
+            views = [(self.layout.build(game, s, BID), codec.mask(game, s, BID)) for s in range(P)]
+            at = _Position(game, rng, coin, views, added=[0] * P)
+            for s, (obs, mask) in enumerate(views):
+                b, a = self._candidates(obs, mask, game.tokens[s], rng)
+                at.bids.append(b)
+                at.actions.append(a)
+            found.append(at)
         t = clock.add("candidates", t)
-        cache: dict[tuple[bytes, ...], np.ndarray] = {}
-        payoffs, t = self._payoffs(game, bids, cache, clock, t)
-        solution = solve(payoffs, st.iterations, st.method)
-        t = clock.add("solve", t)
-        added = [0] * P
+        t = self._solve(found, clock, t)
+        growing = found if st.pool > 0 else []
         for _ in range(st.oracle):
-            if st.pool == 0:
+            if not growing:
                 break
             # every seat's pool against the others' strategies, played in one batch (each seat's is scored against
             # the strategies solved, whatever another seat adds)
-            asked = [self._pool_rows(game, s, obs, mask, bids, solution, rng) for s, (obs, mask) in enumerate(views)]
+            asked = [[self._pool_rows(at, s, obs, mask) for s, (obs, mask) in enumerate(at.views)] for at in growing]
             t = clock.add("pool", t)
-            missing = {k: r for a in asked if a is not None for r, k in zip(a[1], a[2]) if k not in cache}
-            t = self._play(game, list(missing.values()), list(missing), cache, clock, t)
-            grew = False
-            for s, a in enumerate(asked):
-                best = None if a is None else self._best_response(s, *a, solution, cache)
-                if best is not None:
-                    bids[s] = np.concatenate([bids[s], best[0][None]])
-                    actions[s] = np.concatenate([actions[s], best[1][None]])
-                    added[s] += 1
-                    grew = True
-            if not grew:
-                break
-            payoffs, t = self._payoffs(game, bids, cache, clock, t)
-            solution = solve(payoffs, st.iterations, st.method)
-            t = clock.add("solve", t)
-        return RoundSearch(bids, actions, payoffs, solution, added, len(cache), clock.seconds)
+            wanted = []
+            for at, pools in zip(growing, asked):
+                missing = {k: r for a in pools if a is not None for r, k in zip(a[1], a[2]) if k not in at.cache}
+                wanted.append((at, list(missing.values()), list(missing)))
+            t = self._play(wanted, clock, t)
+            grown = []
+            for at, pools in zip(growing, asked):
+                for s, a in enumerate(pools):
+                    best = None if a is None else self._best_response(s, *a, at.solution, at.cache)
+                    if best is not None:
+                        at.bids[s] = np.concatenate([at.bids[s], best[0][None]])
+                        at.actions[s] = np.concatenate([at.actions[s], best[1][None]])
+                        at.added[s] += 1
+                if any(len(b) > k for b, k in zip(at.bids, at.payoffs.shape)):
+                    grown.append(at)
+            t = self._solve(grown, clock, t)
+            growing = grown
+        return [RoundSearch(at.bids, at.actions, at.payoffs, at.solution, at.added, len(at.cache), clock.seconds)
+                for at in found]  # fmt: skip
 
     def _candidates(self, obs: np.ndarray, mask: np.ndarray, held: np.ndarray, rng: np.random.Generator
                     ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
@@ -417,39 +444,54 @@ class RoundSearcher:
         b, a = distinct(counts, acts, K)
         return np.array(b), np.array(a)
 
-    def _payoffs(self, game: Game, bids: list[np.ndarray], cache: dict, clock: _Clock, t: float
-                 ) -> tuple[np.ndarray, float]:  # fmt: skip
-        """(K_1, ..., K_n, n): every joint bid's payoffs, played where the cache does not have them yet."""
-        joints = list(itertools.product(*[range(len(b)) for b in bids]))
-        keys = [tuple(bids[s][i].tobytes() for s, i in enumerate(j)) for j in joints]
-        missing = [(k, j) for k, j in zip(keys, joints) if k not in cache]
-        t = self._play(game, [np.stack([bids[s][i] for s, i in enumerate(j)]) for _, j in missing],
-                       [k for k, _ in missing], cache, clock, t)  # fmt: skip
-        U = np.stack([cache[k] for k in keys]).reshape(*[len(b) for b in bids], self.players)
-        return U, t
+    def _solve(self, positions: list[_Position], clock: _Clock, t: float) -> float:
+        """Every position's payoffs (K_1, ..., K_n, n) over its candidates, the joint bids not in its cache played
+        (all positions' in one batch), and their equilibria."""
+        wanted, joints = [], []
+        for at in positions:
+            index = list(itertools.product(*[range(len(b)) for b in at.bids]))
+            keys = [tuple(at.bids[s][i].tobytes() for s, i in enumerate(j)) for j in index]
+            missing = {k: np.stack([at.bids[s][i] for s, i in enumerate(j)])
+                       for k, j in zip(keys, index) if k not in at.cache}  # fmt: skip
+            wanted.append((at, list(missing.values()), list(missing)))
+            joints.append(keys)
+        t = self._play(wanted, clock, t)
+        st = self.settings
+        for at, keys in zip(positions, joints):
+            at.payoffs = np.stack([at.cache[k] for k in keys]).reshape(*[len(b) for b in at.bids], self.players)
+            at.solution = solve(at.payoffs, st.iterations, st.method)
+        return clock.add("solve", t)
 
-    def _play(self, game: Game, joint: list[np.ndarray], keys: list, cache: dict, clock: _Clock, t: float) -> float:
-        if not joint:
+    def _play(self, wanted: list[tuple[_Position, list[np.ndarray], list]], clock: _Clock, t: float) -> float:
+        """The joint bids ``wanted`` (position, joint bids, their keys) played, their payoffs into the positions'
+        caches: on the batched engine all positions in one batch, on the scalar engine each on copies of its game."""
+        wanted = [(at, rows, keys) for at, rows, keys in wanted if rows]
+        if not wanted:
             return t
         if self.rounds is not None:
-            values = self.rounds.payoffs(game, np.stack(joint), self.chooser, self.value, self._coin)
+            games, joints = [at.game for at, _, _ in wanted], [np.stack(rows) for _, rows, _ in wanted]
+            coins = None if self.codec.layout.scheming < 0 else [at.coin for at, _, _ in wanted]
+            values = self.rounds.payoffs_many(games, joints, self.chooser, self.value, coins)
             t = clock.add("rounds", t)  # the values inside: the batched rounds end in one call of the value
         else:
-            games = play_rounds(game, np.stack(joint), self.chooser, self.layout)
-            t = clock.add("rounds", t)
-            values = seat_values(games, self.layout, self.value)
-        for k, v in zip(keys, values):
-            cache[k] = v
-        return clock.add("values", t)
+            values = []
+            for at, rows, _ in wanted:
+                games = play_rounds(at.game, np.stack(rows), self.chooser, self.layout)
+                t = clock.add("rounds", t)
+                values.append(seat_values(games, self.layout, self.value))
+                t = clock.add("values", t)
+        for (at, _, keys), got in zip(wanted, values):
+            for k, v in zip(keys, got):
+                at.cache[k] = v
+        return t
 
-    def _pool_rows(self, game: Game, seat: int, obs: np.ndarray, mask: np.ndarray, bids: list[np.ndarray],
-                   solution: Solution, rng: np.random.Generator
+    def _pool_rows(self, at: _Position, seat: int, obs: np.ndarray, mask: np.ndarray
                    ) -> tuple[np.ndarray, list[np.ndarray], list[tuple], list[float]] | None:  # fmt: skip
         """``seat``'s pool (:meth:`_pool`) and the joint bids that score it against the others' strategies: ``(pool,
         rows, keys, weights)``, every pool bid against every combination of the others' bids they play, each
         combination's probability its weight; None for an empty pool."""
-        x = solution.strategies
-        pool = self._pool(seat, obs, mask, bids[seat], x[seat], game.tokens[seat], rng)
+        bids, x = at.bids, at.solution.strategies
+        pool = self._pool(seat, obs, mask, bids[seat], x[seat], at.game.tokens[seat], at.rng)
         if not len(pool):
             return None
         support = []  # the others' bids they play, with their probabilities
@@ -558,6 +600,26 @@ class EquilibriumAgent(Agent):
         found = self.search(observation)
         x = found.solution.strategies[0]
         return found.actions[0][int(self.rng.choice(len(x), p=x / x.sum()))]
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray, decisions: np.ndarray) -> np.ndarray:
+        """Actions (n, D) for many games' rows at once: the bid rows searched together
+        (:meth:`RoundSearcher.search_many`, their rounds in one batch), each with a generator of its own drawn from
+        the agent's, which rebuilds its game, searches and draws its bid; the other rows by ``chooser`` in one call.
+        Reproducible after :meth:`reset`, but not the draws of :meth:`act` row by row."""
+        observations, decisions = np.asarray(observations), np.asarray(decisions).reshape(-1)
+        out = np.zeros((len(observations), len(self.codec.nvec)), dtype=np.int64)
+        bid = np.flatnonzero(decisions == int(Decision.BID))
+        other = np.flatnonzero(decisions != int(Decision.BID))
+        if len(other):
+            out[other] = act_batch(self.chooser, observations[other], np.asarray(masks)[other], decisions[other])
+        if len(bid):
+            rngs = [np.random.default_rng(int(self.rng.integers(SEED_BOUND))) for _ in bid]
+            size = self.layout.size
+            games = [game_from_observation(observations[i][:size], self.layout, 0, r) for i, r in zip(bid, rngs)]
+            for i, found, rng in zip(bid, self.searcher.search_many(games, rngs), rngs):
+                x = found.solution.strategies[0]
+                out[i] = found.actions[0][int(rng.choice(len(x), p=x / x.sum()))]
+        return out
 
 
 # --- the spec: equilibrium:[KEY=VALUE:]...POLICY -----------------------------------------------------------------
