@@ -110,6 +110,25 @@ def many(players: int, k: int, observations: list[dict], policy: str, options: s
         best = float(np.median(s))
         print(f"  rounds of {len(games)} positions ({rows} joint bids), {how}: {rows / best:,.0f} joint bids/s, "
               f"{len(games) / best:,.1f} positions/s (median of {blocks} blocks)", flush=True)  # fmt: skip
+    # the whole search with the options given (the double oracle's included): one position at a time, and all of
+    # them at once (search_many)
+    searcher = load_agent(f"equilibrium:k={k}:{options}engine=batched:{policy}", players=players).searcher
+    searcher.search_many(games, [np.random.default_rng(i) for i in range(len(games))])  # warm
+    seconds = {"one at a time": [], "all at once": []}
+    for _ in range(blocks):
+        start = time.perf_counter()
+        for i, game in enumerate(games):
+            searcher.search(game, np.random.default_rng(i))
+        seconds["one at a time"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        searcher.search_many(games, [np.random.default_rng(i) for i in range(len(games))])
+        seconds["all at once"].append(time.perf_counter() - start)
+    for how, s in seconds.items():
+        print(
+            f"  searches of {len(games)} positions (options {options or 'defaults'}), {how}: "
+            f"{len(games) / float(np.median(s)):,.1f} bid decisions/s (median of {blocks} blocks)",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -124,7 +143,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="cProfile's top functions for each setting")
     parser.add_argument("--ties", action="store_true", help="also: how often two draws at one state are one bid")
-    parser.add_argument("--many", action="store_true", help="also: the rounds of all positions in one batch")
+    parser.add_argument("--many", action="store_true",
+                        help="also: the rounds, and the searches, of all positions in one batch")  # fmt: skip
     args = parser.parse_args()
     for players in args.players:
         obs = positions(players, args.positions, args.seed)

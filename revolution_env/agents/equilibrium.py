@@ -27,6 +27,8 @@ a bid played with near certainty is outbid, and an equilibrium mixes. As SearchB
 The joint bids are played on rows of the batched engine (:class:`BatchedRounds`, ``engine=batched``, the default),
 or each on its own copy of the scalar engine (:func:`play_rounds`, ``engine=scalar``: the reference, which gives
 the same payoffs; docs/experiments.md, "A round's equilibrium by search": where the time goes, and how it plays).
+Many bid decisions are searched at once (:meth:`RoundSearcher.search_many`, :meth:`EquilibriumAgent.act_batch`),
+their rounds in one batch.
 """
 
 from __future__ import annotations
