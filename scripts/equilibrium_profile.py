@@ -1,18 +1,21 @@
-"""Milliseconds per bid decision of the ``equilibrium:`` search (the scalar reference) and where they go.
+"""Milliseconds per bid decision of the ``equilibrium:`` search (batched engine or scalar reference) and where they go.
 
 Real positions: the bid decisions of games of ``value`` against itself. At each, the search runs for one seat as
 an agent would (the game rebuilt from its observation); the time is split as the search records it (candidates,
 the rounds played on the engine, the values, the solver, the double oracle's pool), and ``--profile`` adds
-cProfile's top functions. Run it on one core for the figures of the target (``taskset -c 0``, one thread):
+cProfile's top functions. Run it on one core for the figures of the target (``taskset -c 0``, one thread), the
+scalar reference beside the batched engine:
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 taskset -c 0 \\
-        .venv/bin/python scripts/equilibrium_profile.py --players 2 3 --k 4 6 8 --positions 20
+        .venv/bin/python scripts/equilibrium_profile.py --players 2 3 --k 4 6 8 --positions 20 \\
+        --options "engine=scalar:" ""
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import itertools
 import pstats
 import time
 
@@ -75,21 +78,78 @@ def ties(spec: str, players: int, observations: list[dict]) -> None:
     )
 
 
+def many(players: int, k: int, observations: list[dict], policy: str, options: str, blocks: int = 3) -> None:
+    """The rounds alone (``BatchedRounds``), every position's joint bids (a search's ``k`` candidates a seat, no
+    double oracle; the options of the last ``--options``) played one position at a time against all positions in one
+    batch (``payoffs_many``), in
+    alternating blocks: joint bids a second, and positions (bid decisions' rounds) a second."""
+    from revolution_env.agents.equilibrium import BatchedRounds
+    from revolution_env.env.reconstruct import game_from_observation
+
+    agent = load_agent(f"equilibrium:k={k}:{options}oracle=0:engine=batched:{policy}", players=players)
+    searcher, rng = agent.searcher, np.random.default_rng(0)
+    games, joints = [], []
+    for o in observations:
+        game = game_from_observation(o["observation"][: agent.layout.size], agent.layout, 0, rng)
+        bids = searcher.search(game, rng).bids
+        games.append(game)
+        joints.append(np.array([np.stack(j) for j in itertools.product(*bids)]))
+    rounds, chooser, value = BatchedRounds(agent.layout), searcher.chooser, searcher.value
+    rows = sum(len(j) for j in joints)
+    rounds.payoffs_many(games, joints, chooser, value)  # warm (compiled code, the batch's size)
+    seconds: dict[str, list[float]] = {"one at a time": [], "all in one batch": []}
+    for _ in range(blocks):
+        start = time.perf_counter()
+        for game, joint in zip(games, joints):
+            rounds.payoffs(game, joint, chooser, value)
+        seconds["one at a time"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        rounds.payoffs_many(games, joints, chooser, value)
+        seconds["all in one batch"].append(time.perf_counter() - start)
+    for how, s in seconds.items():
+        best = float(np.median(s))
+        print(f"  rounds of {len(games)} positions ({rows} joint bids), {how}: {rows / best:,.0f} joint bids/s, "
+              f"{len(games) / best:,.1f} positions/s (median of {blocks} blocks)", flush=True)  # fmt: skip
+    # the whole search with the options given (the double oracle's included): one position at a time, and all of
+    # them at once (search_many)
+    searcher = load_agent(f"equilibrium:k={k}:{options}engine=batched:{policy}", players=players).searcher
+    searcher.search_many(games, [np.random.default_rng(i) for i in range(len(games))])  # warm
+    seconds = {"one at a time": [], "all at once": []}
+    for _ in range(blocks):
+        start = time.perf_counter()
+        for i, game in enumerate(games):
+            searcher.search(game, np.random.default_rng(i))
+        seconds["one at a time"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        searcher.search_many(games, [np.random.default_rng(i) for i in range(len(games))])
+        seconds["all at once"].append(time.perf_counter() - start)
+    for how, s in seconds.items():
+        print(
+            f"  searches of {len(games)} positions (options {options or 'defaults'}), {how}: "
+            f"{len(games) / float(np.median(s)):,.1f} bid decisions/s (median of {blocks} blocks)",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--players", type=int, nargs="+", default=[2, 3])
     parser.add_argument("--k", type=int, nargs="+", default=[4, 6, 8])
     parser.add_argument("--positions", type=int, default=20)
-    parser.add_argument("--options", default="oracle=0:", help="spec options before the policy, e.g. 'oracle=1:'")
+    parser.add_argument("--options", nargs="+", default=["oracle=0:"],
+                        help="spec options before the policy, e.g. 'oracle=1:'; several: each in turn at every k, "
+                        "on the same positions (engine=scalar: against the default batched engine)")  # fmt: skip
     parser.add_argument("--policy", default="value", help="the blueprint: a heuristic, or PATH with value=margin")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="cProfile's top functions for each setting")
     parser.add_argument("--ties", action="store_true", help="also: how often two draws at one state are one bid")
+    parser.add_argument("--many", action="store_true",
+                        help="also: the rounds, and the searches, of all positions in one batch")  # fmt: skip
     args = parser.parse_args()
     for players in args.players:
         obs = positions(players, args.positions, args.seed)
-        for k in args.k:
-            spec = f"equilibrium:k={k}:{args.options}{args.policy}"
+        for k, options in [(k, o) for k in args.k for o in args.options]:
+            spec = f"equilibrium:k={k}:{options}{args.policy}"
             agent = load_agent(spec, players=players)
             agent.reset(0)
             info = {"decision": Decision.BID}
@@ -121,6 +181,9 @@ def main() -> None:
                 pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
             if args.ties:
                 ties(spec, players, obs)
+        if args.many:
+            for k in args.k:
+                many(players, k, obs, args.policy, args.options[-1])
 
 
 if __name__ == "__main__":

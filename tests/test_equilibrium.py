@@ -10,6 +10,7 @@ import pytest
 
 from revolution_env.agents.base import RandomAgent
 from revolution_env.agents.equilibrium import (
+    ENGINES,
     EquilibriumAgent,
     RoundSearcher,
     Sampler,
@@ -29,6 +30,7 @@ from revolution_env.engine.game import BID, Decision, Game, Rules, clean_bids
 from revolution_env.engine.random_play import random_bids, random_choice
 from revolution_env.engine.scenario import state_dict
 from revolution_env.env import observation_layout
+from revolution_env.env.reconstruct import game_from_observation
 
 BOT = "checkpoints/two_players.pt"
 GAP = 0.02  # the search's NashConv (regret matching, 1,000 iterations) in the Blotto-like rounds below
@@ -143,6 +145,149 @@ def test_the_double_oracle_adds_a_best_response_that_gains_and_nothing_that_does
     same = searcher(options, characters_won(layout), heuristics=("value",), candidates=1, pool=64, oracle=1,
                     oracle_gain=10.0).search(game, np.random.default_rng(1))  # fmt: skip
     assert same.added == [0, 0, 0] and [len(b) for b in same.bids] == [1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    "options, blueprint, rounds",
+    [
+        ({"players": 2}, "value", 3),
+        ({"players": 3}, "value", 2),
+        ({"players": 4, "bid_refunds": True, "area_control_bonus": True}, "bargain", 4),
+        ({"players": 2, "first_edition": True}, "area", 2),
+        ({"players": 3, "first_edition": True}, "random", 3),
+        ({"players": 3, "max_rounds": 3}, "value", 2),  # every joint bid ends the game: the final rewards
+    ],
+)
+def test_the_batched_engine_gives_the_scalar_references_search_entry_by_entry(options, blueprint, rounds):
+    """``engine=batched`` (every joint bid a row of the batched engine) against ``engine=scalar`` (a copy of the game
+    each), the same generator and the blueprint reset alike: the same candidates, the same payoffs entry by entry,
+    the same double oracle and equilibrium. The round's other decisions are the blueprint's, drawn from its own
+    generator, in the same order on both engines (the rows waiting at each step, in row order), so that the draws
+    match; D9's coin is the position's on both. The position, rebuilt from an observation as an agent rebuilds it
+    (the first edition's pile and deck generator drawn), is left untouched."""
+    layout = observation_layout(**options)
+    value = margin_value(layout)
+    bots = [load_agent(name, **options) for name in ("value", "bargain", "area")]
+    ended = 0
+    for seed in range(2):
+        real = position(options, seed, rounds)
+        game = game_from_observation(layout.build(real, seed % real.layout.players, BID), layout, 0,
+                                     np.random.default_rng(seed))  # fmt: skip
+        before = state_dict(game)
+        found = {}
+        for engine in ENGINES:
+            chooser = load_agent(blueprint, **options)
+            chooser.reset(seed)
+            sampler = Sampler(load_agent(blueprint, **options), cheap=blueprint == "random")
+            settings = Settings(candidates=4, oracle=1, pool=8, oracle_gain=0.0, engine=engine)
+            search = RoundSearcher(layout, sampler, chooser, value, bots, settings)
+            found[engine] = search.search(game, np.random.default_rng(seed))
+            assert state_dict(game) == before
+        batched, scalar = found["batched"], found["scalar"]
+        for s in range(real.layout.players):
+            np.testing.assert_array_equal(batched.bids[s], scalar.bids[s])
+        assert batched.payoffs.shape == scalar.payoffs.shape and batched.rollouts == scalar.rollouts
+        np.testing.assert_allclose(batched.payoffs, scalar.payoffs, rtol=0, atol=1e-12)
+        assert batched.added == scalar.added
+        for x, y in zip(batched.solution.strategies, scalar.solution.strategies):
+            np.testing.assert_allclose(x, y, atol=1e-9)
+        ended += int((np.abs(scalar.payoffs) == 1).all())
+    if options.get("max_rounds") == 3:
+        assert ended == 2
+
+
+class FirstLegal(RandomAgent):
+    """A blueprint whose every decision is fixed by the state: the first legal value of every dimension."""
+
+    def act(self, observation, info):
+        return first_legal(self.codec, observation["action_mask"])
+
+
+def first_legal(codec, mask) -> np.ndarray:
+    return np.array([int(np.argmax(mask[o : o + n])) for o, n in zip(codec.offsets, codec.nvec)])
+
+
+@pytest.mark.parametrize("options", [{"players": 2}, {"players": 3, "first_edition": True}, {"players": 4}])
+def test_the_rounds_of_many_positions_in_one_batch_are_those_of_each_alone(options):
+    """``BatchedRounds.payoffs_many``: positions of several games, their joint bids on rows of one batch, the round's
+    other decisions in one call a step over all of them: each position's payoffs as it has them alone, and as the
+    scalar reference has them (a blueprint whose decisions are fixed by the state, so that no draw depends on which
+    rows are asked together)."""
+    from revolution_env.agents.equilibrium import BatchedRounds
+
+    layout = observation_layout(**options)
+    chooser, value = FirstLegal(**options), margin_value(layout)
+    games = [position(options, seed, 2 + seed) for seed in range(3)]
+    joint = []
+    for i, game in enumerate(games):
+        rng = np.random.default_rng(i)
+        joint.append(np.stack([random_bids(game, rng) for _ in range(5 + i)]))
+    rounds = BatchedRounds(layout)
+    together = rounds.payoffs_many(games, joint, chooser, value)
+    for game, bids, got in zip(games, joint, together):
+        alone = BatchedRounds(layout).payoffs(game, bids, chooser, value)
+        scalar = seat_values(play_rounds(game, bids, chooser, layout), layout, value)
+        np.testing.assert_allclose(got, alone, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got, scalar, rtol=0, atol=1e-12)
+    assert len({float(p[0, 0]) for p in together}) == 3  # three positions, three different payoffs
+
+
+@pytest.mark.parametrize("options", [{"players": 2}, {"players": 3, "first_edition": True}])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_many_searches_at_once_find_what_each_finds_alone(options, engine):
+    """``RoundSearcher.search_many``: positions searched together (their rounds in one batch at every stage) find
+    each what its search alone finds with the same generator: candidates, payoffs, the double oracle's additions,
+    strategies (a blueprint whose round decisions the state fixes, so that no draw depends on which rows are asked
+    together)."""
+    layout = observation_layout(**options)
+    bots = [load_agent(name, **options) for name in ("value", "bargain", "area")]
+    settings = Settings(candidates=3, oracle=2, pool=8, oracle_gain=0.0, engine=engine)
+    search = RoundSearcher(layout, random_sampler(**options), FirstLegal(**options), margin_value(layout), bots,
+                           settings)  # fmt: skip
+    games = [position(options, seed, 1 + seed) for seed in range(3)]
+    together = search.search_many(games, [np.random.default_rng(seed) for seed in range(3)])
+    assert sum(sum(f.added) for f in together) >= 2
+    for seed, (game, found) in enumerate(zip(games, together)):
+        alone = search.search(game, np.random.default_rng(seed))
+        for s in range(game.layout.players):
+            np.testing.assert_array_equal(found.bids[s], alone.bids[s])
+        np.testing.assert_allclose(found.payoffs, alone.payoffs, rtol=0, atol=1e-12)
+        assert found.added == alone.added and found.rollouts == alone.rollouts
+        for x, y in zip(found.solution.strategies, alone.solution.strategies):
+            np.testing.assert_allclose(x, y, atol=1e-9)
+
+
+def test_an_equilibrium_agent_acts_for_many_games_at_once():
+    """``EquilibriumAgent.act_batch``: bid rows of several games searched together, the others by the blueprint:
+    legal actions, each bid one of its search's candidates, the same again after the same reset."""
+    options = {"players": 2}
+    agent = load_agent("equilibrium:k=3:pool=8:value", **options)
+    layout = agent.layout
+    rows = []
+    for seed in range(3):
+        game = position(options, seed, 1 + seed)
+        rows.append((layout.build(game, seed % 2, BID), layout.codec.mask(game, seed % 2, BID), int(BID)))
+    game = position(options, 5, 2)
+    game.submit_bids(random_bids(game, np.random.default_rng(0)))
+    if game.decision is not None and game.decision.kind != BID:
+        seat, kind = game.decision.seat, game.decision.kind
+        rows.append((layout.build(game, seat, kind), layout.codec.mask(game, seat, kind), int(kind)))
+    obs, masks, kinds = (np.stack(column) for column in zip(*rows))
+    agent.reset(3)
+    first = agent.act_batch(obs, masks, kinds)
+    agent.reset(3)
+    assert (agent.act_batch(obs, masks, kinds) == first).all()
+    codec = layout.codec
+    assert all(m[codec.offsets + a].all() for a, m in zip(first, masks))
+    searched = agent.searcher.search_many
+    seen = []
+    agent.searcher.search_many = lambda games, rngs: seen.append(searched(games, rngs)) or seen[-1]
+    agent.reset(3)
+    agent.act_batch(obs, masks, kinds)
+    assert len(seen) == 1 and len(seen[0]) == 3  # the bid rows in one call
+    for action, found in zip(first, seen[0]):
+        chosen = [i for i, a in enumerate(found.actions[0]) if (a == action).all()]
+        assert chosen and found.solution.strategies[0][chosen].sum() > 0
 
 
 def test_neighbours_move_one_token_to_a_target_that_takes_it():

@@ -24,9 +24,11 @@ a bid played with near certainty is outbid, and an equilibrium mixes. As SearchB
    solved again. ``oracle`` rounds at most.
 6. Our bid is drawn from our seat's strategy with the agent's generator. Every other decision is the blueprint's.
 
-This module is the scalar reference: every joint bid is played on its own copy of the scalar engine. The batched
-engine is how it is meant to run fast (docs/experiments.md, "A round's equilibrium by search": where the time goes,
-what that version needs, and how this reference plays).
+The joint bids are played on rows of the batched engine (:class:`BatchedRounds`, ``engine=batched``, the default),
+or each on its own copy of the scalar engine (:func:`play_rounds`, ``engine=scalar``: the reference, which gives
+the same payoffs; docs/experiments.md, "A round's equilibrium by search": where the time goes, and how it plays).
+Many bid decisions are searched at once (:meth:`RoundSearcher.search_many`, :meth:`EquilibriumAgent.act_batch`),
+their rounds in one batch.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ import numpy as np
 
 from revolution_env.agents.base import Agent, RandomAgent, act_batch
 from revolution_env.agents.matrix_games import METHODS, Solution, solve
+from revolution_env.engine.batched import BatchedGame, clean_bids_batch, priority_by_rule_batch
 from revolution_env.engine.game import BID, Decision, Game
+from revolution_env.env.batched import BatchedView
 from revolution_env.env.core import MARGIN_SCALE, final_rewards
 from revolution_env.env.observation import ObservationLayout
 from revolution_env.env.reconstruct import game_from_observation
@@ -52,6 +56,9 @@ PREFIX = "equilibrium:"
 HEURISTIC_BIDS = ("value", "bargain", "area")  # the heuristics whose bid for each seat is always a candidate
 SUPPORT_FLOOR = 0.01  # a bid played with less probability is left out when scoring the pool against a mixture
 SEED_BOUND = 2**32
+# Where a search plays its joint bids: rows of the batched engine (BatchedRounds), or a copy of the scalar game each
+# (play_rounds: the reference, with the same payoffs; the batched engine is the faster, docs/experiments.md)
+ENGINES = ("batched", "scalar")
 
 Value = Callable[[np.ndarray], np.ndarray]  # observations (m, size) -> (m,) each observer's value
 
@@ -61,7 +68,7 @@ class Settings:
     """The options of a search. ``candidates``: bids per seat before the double oracle (K); ``iterations``: of
     regret matching; ``pool``: bids scored per seat and oracle round; ``oracle``: double-oracle rounds (0: none);
     ``oracle_gain``: what a best response must gain, in the game solved, to join; ``method``: the solver
-    (:data:`.matrix_games.METHODS`)."""
+    (:data:`.matrix_games.METHODS`); ``engine``: where the joint bids are played (:data:`ENGINES`)."""
 
     candidates: int = 4
     iterations: int = 1000
@@ -69,6 +76,7 @@ class Settings:
     oracle: int = 1
     oracle_gain: float = 0.02
     method: str = "auto"
+    engine: str = "batched"
 
     def __post_init__(self) -> None:
         for name in ("candidates", "iterations"):
@@ -80,6 +88,8 @@ class Settings:
             raise ValueError(f"oracle_gain: expected a number at least 0, got {gain!r}")
         if self.method not in METHODS:
             raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine: expected one of {', '.join(ENGINES)}, got {self.engine!r}")
 
 
 def _check_int(name: str, value: Any, least: int) -> None:
@@ -205,6 +215,79 @@ def seat_values(games: Sequence[Game], layout: ObservationLayout, value: Value) 
     return out
 
 
+class BatchedRounds:
+    """:func:`play_rounds` and :func:`seat_values` on the batched engine: the position loaded into one row per joint
+    bid (``BatchedGame.load``), the bids submitted in one call (D9's coin the position's, as every copy of the
+    scalar game flips it), then, while rows wait for a Guy, Spy, Apothecary or Remove decision, those rows observed
+    for their decider and ``chooser`` asked in one ``act_batch`` over them, in row order as :func:`play_rounds` asks;
+    then every player of every row observed and valued in one call. The same payoffs as the scalar reference where
+    ``chooser``'s draws are the same (``tests/test_equilibrium.py``). The batch is kept between calls, grown as
+    needed."""
+
+    def __init__(self, layout: ObservationLayout) -> None:
+        self.layout, self.codec = layout, layout.codec
+        self.view = BatchedView(layout.codec, layout)
+        self.batch: BatchedGame | None = None
+
+    def _rows(self, m: int) -> BatchedGame:
+        if self.batch is None or self.batch.n < m:
+            n = max(m, 64, 0 if self.batch is None else 2 * self.batch.n)
+            seeds = np.zeros(n, dtype=np.int64)  # its coins are never drawn: each round is given the position's
+            self.batch = BatchedGame(self.codec.layout, n, seeds=seeds, rng=np.random.default_rng(0))
+        return self.batch
+
+    def payoffs(self, game: Game, joint_bids: np.ndarray, chooser: Agent, value: Value, coin: int | None = None
+                ) -> np.ndarray:  # fmt: skip
+        """(m, players): each joint bid (m, players, T, 3) played one round from ``game`` (at a bid decision), each
+        player's payoff in it as :func:`seat_values` gives it. ``coin``: ``game.next_coin()``, where the caller has
+        it already (two players)."""
+        return self.payoffs_many([game], [joint_bids], chooser, value, None if coin is None else [coin])[0]
+
+    def payoffs_many(self, games: Sequence[Game], joint_bids: Sequence[np.ndarray], chooser: Agent, value: Value,
+                     coins: Sequence[int] | None = None) -> list[np.ndarray]:  # fmt: skip
+        """:meth:`payoffs` of many positions in one batch (each ``games[i]`` with its ``joint_bids[i]``, on rows of
+        its own, in order): the engine's steps, the chooser's and the value's calls over the rows of all of them."""
+        L, view = self.codec.layout, self.view
+        P = L.players
+        sizes = [len(j) for j in joint_bids]
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        m = int(starts[-1])
+        batch = self._rows(m)
+        rows = np.arange(m)
+        for game, lo, hi in zip(games, starts[:-1], starts[1:]):
+            batch.load(rows[lo:hi], game)
+        bids = np.ascontiguousarray(np.concatenate(joint_bids), dtype=np.int64)
+        priority = None
+        if L.scheming >= 0:  # D9: the rule where it decides, else the coin every copy of the position flips
+            if coins is None:
+                coins = [game.next_coin() for game in games]
+            ruled = priority_by_rule_batch(clean_bids_batch(bids, L)[0], L)
+            priority = np.where(ruled >= 0, -1, np.repeat(np.asarray(coins, dtype=np.int64), sizes))
+        batch.submit_bids(rows, bids, priority=priority)
+        while True:
+            waiting = rows[batch.kind[:m] >= int(Decision.GUY)]
+            if not len(waiting):
+                break
+            seats, kinds = batch.decider[waiting].copy(), batch.kind[waiting].copy()
+            obs, masks = view.observe_and_mask(batch, waiting, seats, kinds)
+            actions = act_batch(chooser, obs, masks, kinds)
+            batch.choose(waiting, view.engine_choices(actions[:, 0], seats, kinds))
+        out = np.zeros((m, P))
+        over = batch.over[:m]
+        ended = rows[over]
+        if len(ended):
+            seats = np.tile(np.arange(P), len(ended))
+            support = np.repeat(batch.final_support[ended], P, 0)
+            won = batch.final_win[ended, :P].ravel()
+            out[ended] = final_rewards("win_loss", won, support, seats).reshape(len(ended), P)
+        live = rows[~over]
+        if len(live):
+            at, seats = np.repeat(live, P), np.tile(np.arange(P), len(live))
+            obs = view.observe(batch, at, seats, np.full(len(at), int(BID)))
+            out[live] = np.asarray(value(obs), dtype=np.float64).reshape(len(live), P)
+        return [out[lo:hi] for lo, hi in zip(starts[:-1], starts[1:])]
+
+
 # --- the search --------------------------------------------------------------------------------------------------
 
 
@@ -264,6 +347,23 @@ def neighbours(bids: np.ndarray, legal: np.ndarray) -> np.ndarray:
     return np.array(out, dtype=np.int64).reshape(-1, T, 3)
 
 
+@dataclass
+class _Position:
+    """One position's search as it goes: its game, generator, D9's coin (two players), every seat's view, the
+    candidates, the payoffs played so far by joint bid, and the game solved last."""
+
+    game: Game
+    rng: np.random.Generator
+    coin: int | None
+    views: list[tuple[np.ndarray, np.ndarray]]
+    bids: list[np.ndarray] = field(default_factory=list)
+    actions: list[np.ndarray] = field(default_factory=list)
+    cache: dict[tuple[bytes, ...], np.ndarray] = field(default_factory=dict)
+    payoffs: np.ndarray | None = None
+    solution: Solution | None = None
+    added: list[int] = field(default_factory=list)
+
+
 class RoundSearcher:
     """The search at one variant's bid decisions (the module's documentation): ``blueprint`` proposes bids,
     ``heuristics`` add theirs, ``chooser`` makes the round's other decisions, ``value`` scores the next state."""
@@ -275,43 +375,62 @@ class RoundSearcher:
         self.heuristics = list(heuristics)
         self.settings = settings if settings is not None else Settings()
         self.players = self.codec.P
+        self.rounds = BatchedRounds(layout) if self.settings.engine == "batched" else None
 
     def search(self, game: Game, rng: np.random.Generator) -> RoundSearch:
         """The equilibrium of ``game``'s round, at a bid decision, for every player."""
-        if game.decision is None or game.decision.kind != BID:
-            raise ValueError("search: the game is not at a bid decision")
+        return self.search_many([game], [rng])[0]
+
+    def search_many(self, games: Sequence[Game], rngs: Sequence[np.random.Generator]) -> list[RoundSearch]:
+        """:meth:`search` of many positions at once, each with its own generator (each position's draws those of its
+        search alone): the rounds of all of them played together at every stage (the first payoffs, the double
+        oracle's pools, the grown games), on the batched engine in one batch (``BatchedRounds.payoffs_many``).
+        ``seconds`` is the whole call's, in every result."""
+        for game in games:
+            if game.decision is None or game.decision.kind != BID:
+                raise ValueError("search: the game is not at a bid decision")
         clock = _Clock()
         t = time.perf_counter()
         codec, st, P = self.codec, self.settings, self.players
-        views = [(self.layout.build(game, s, BID), codec.mask(game, s, BID)) for s in range(P)]
-        bids, actions = [], []
-        for s, (obs, mask) in enumerate(views):
-            b, a = self._candidates(obs, mask, game.tokens[s], rng)
-            bids.append(b)
-            actions.append(a)
-        t = clock.add("candidates", t)
-        cache: dict[tuple[bytes, ...], np.ndarray] = {}
-        payoffs, t = self._payoffs(game, bids, cache, clock, t)
-        solution = solve(payoffs, st.iterations, st.method)
-        t = clock.add("solve", t)
-        added = [0] * P
-        for _ in range(st.oracle):
-            if st.pool == 0:
-                break
-            grew = False
+        found = []
+        for game, rng in zip(games, rngs):
+            coin = game.next_coin() if codec.layout.scheming >= 0 else None  # every round searched flips it
+            views = [(self.layout.build(game, s, BID), codec.mask(game, s, BID)) for s in range(P)]
+            at = _Position(game, rng, coin, views, added=[0] * P)
             for s, (obs, mask) in enumerate(views):
-                best, t = self._best_response(game, s, obs, mask, bids, solution, cache, rng, clock, t)
-                if best is not None:
-                    bids[s] = np.concatenate([bids[s], best[0][None]])
-                    actions[s] = np.concatenate([actions[s], best[1][None]])
-                    added[s] += 1
-                    grew = True
-            if not grew:
+                b, a = self._candidates(obs, mask, game.tokens[s], rng)
+                at.bids.append(b)
+                at.actions.append(a)
+            found.append(at)
+        t = clock.add("candidates", t)
+        t = self._solve(found, clock, t)
+        growing = found if st.pool > 0 else []
+        for _ in range(st.oracle):
+            if not growing:
                 break
-            payoffs, t = self._payoffs(game, bids, cache, clock, t)
-            solution = solve(payoffs, st.iterations, st.method)
-            t = clock.add("solve", t)
-        return RoundSearch(bids, actions, payoffs, solution, added, len(cache), clock.seconds)
+            # every seat's pool against the others' strategies, played in one batch (each seat's is scored against
+            # the strategies solved, whatever another seat adds)
+            asked = [[self._pool_rows(at, s, obs, mask) for s, (obs, mask) in enumerate(at.views)] for at in growing]
+            t = clock.add("pool", t)
+            wanted = []
+            for at, pools in zip(growing, asked):
+                missing = {k: r for a in pools if a is not None for r, k in zip(a[1], a[2]) if k not in at.cache}
+                wanted.append((at, list(missing.values()), list(missing)))
+            t = self._play(wanted, clock, t)
+            grown = []
+            for at, pools in zip(growing, asked):
+                for s, a in enumerate(pools):
+                    best = None if a is None else self._best_response(s, *a, at.solution, at.cache)
+                    if best is not None:
+                        at.bids[s] = np.concatenate([at.bids[s], best[0][None]])
+                        at.actions[s] = np.concatenate([at.actions[s], best[1][None]])
+                        at.added[s] += 1
+                if any(len(b) > k for b, k in zip(at.bids, at.payoffs.shape)):
+                    grown.append(at)
+            t = self._solve(grown, clock, t)
+            growing = grown
+        return [RoundSearch(at.bids, at.actions, at.payoffs, at.solution, at.added, len(at.cache), clock.seconds)
+                for at in found]  # fmt: skip
 
     def _candidates(self, obs: np.ndarray, mask: np.ndarray, held: np.ndarray, rng: np.random.Generator
                     ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
@@ -327,38 +446,56 @@ class RoundSearcher:
         b, a = distinct(counts, acts, K)
         return np.array(b), np.array(a)
 
-    def _payoffs(self, game: Game, bids: list[np.ndarray], cache: dict, clock: _Clock, t: float
-                 ) -> tuple[np.ndarray, float]:  # fmt: skip
-        """(K_1, ..., K_n, n): every joint bid's payoffs, played where the cache does not have them yet."""
-        joints = list(itertools.product(*[range(len(b)) for b in bids]))
-        keys = [tuple(bids[s][i].tobytes() for s, i in enumerate(j)) for j in joints]
-        missing = [(k, j) for k, j in zip(keys, joints) if k not in cache]
-        t = self._play(game, [np.stack([bids[s][i] for s, i in enumerate(j)]) for _, j in missing],
-                       [k for k, _ in missing], cache, clock, t)  # fmt: skip
-        U = np.stack([cache[k] for k in keys]).reshape(*[len(b) for b in bids], self.players)
-        return U, t
+    def _solve(self, positions: list[_Position], clock: _Clock, t: float) -> float:
+        """Every position's payoffs (K_1, ..., K_n, n) over its candidates, the joint bids not in its cache played
+        (all positions' in one batch), and their equilibria."""
+        wanted, joints = [], []
+        for at in positions:
+            index = list(itertools.product(*[range(len(b)) for b in at.bids]))
+            keys = [tuple(at.bids[s][i].tobytes() for s, i in enumerate(j)) for j in index]
+            missing = {k: np.stack([at.bids[s][i] for s, i in enumerate(j)])
+                       for k, j in zip(keys, index) if k not in at.cache}  # fmt: skip
+            wanted.append((at, list(missing.values()), list(missing)))
+            joints.append(keys)
+        t = self._play(wanted, clock, t)
+        st = self.settings
+        for at, keys in zip(positions, joints):
+            at.payoffs = np.stack([at.cache[k] for k in keys]).reshape(*[len(b) for b in at.bids], self.players)
+            at.solution = solve(at.payoffs, st.iterations, st.method)
+        return clock.add("solve", t)
 
-    def _play(self, game: Game, joint: list[np.ndarray], keys: list, cache: dict, clock: _Clock, t: float) -> float:
-        if not joint:
+    def _play(self, wanted: list[tuple[_Position, list[np.ndarray], list]], clock: _Clock, t: float) -> float:
+        """The joint bids ``wanted`` (position, joint bids, their keys) played, their payoffs into the positions'
+        caches: on the batched engine all positions in one batch, on the scalar engine each on copies of its game."""
+        wanted = [(at, rows, keys) for at, rows, keys in wanted if rows]
+        if not wanted:
             return t
-        games = play_rounds(game, np.stack(joint), self.chooser, self.layout)
-        t = clock.add("rounds", t)
-        values = seat_values(games, self.layout, self.value)
-        for k, v in zip(keys, values):
-            cache[k] = v
-        return clock.add("values", t)
+        if self.rounds is not None:
+            games, joints = [at.game for at, _, _ in wanted], [np.stack(rows) for _, rows, _ in wanted]
+            coins = None if self.codec.layout.scheming < 0 else [at.coin for at, _, _ in wanted]
+            values = self.rounds.payoffs_many(games, joints, self.chooser, self.value, coins)
+            t = clock.add("rounds", t)  # the values inside: the batched rounds end in one call of the value
+        else:
+            values = []
+            for at, rows, _ in wanted:
+                games = play_rounds(at.game, np.stack(rows), self.chooser, self.layout)
+                t = clock.add("rounds", t)
+                values.append(seat_values(games, self.layout, self.value))
+                t = clock.add("values", t)
+        for (at, _, keys), got in zip(wanted, values):
+            for k, v in zip(keys, got):
+                at.cache[k] = v
+        return t
 
-    def _best_response(self, game: Game, seat: int, obs: np.ndarray, mask: np.ndarray, bids: list[np.ndarray],
-                       solution: Solution, cache: dict, rng: np.random.Generator, clock: _Clock, t: float
-                       ) -> tuple[tuple[np.ndarray, np.ndarray] | None, float]:  # fmt: skip
-        """The pool bid of ``seat`` that does best against the others' strategies, with its action, where it gains
-        more than ``oracle_gain`` over the seat's own strategy in the game solved; else None."""
-        codec, st = self.codec, self.settings
-        x = solution.strategies
-        pool = self._pool(seat, obs, mask, bids[seat], x[seat], game.tokens[seat], rng)
-        t = clock.add("pool", t)
+    def _pool_rows(self, at: _Position, seat: int, obs: np.ndarray, mask: np.ndarray
+                   ) -> tuple[np.ndarray, list[np.ndarray], list[tuple], list[float]] | None:  # fmt: skip
+        """``seat``'s pool (:meth:`_pool`) and the joint bids that score it against the others' strategies: ``(pool,
+        rows, keys, weights)``, every pool bid against every combination of the others' bids they play, each
+        combination's probability its weight; None for an empty pool."""
+        bids, x = at.bids, at.solution.strategies
+        pool = self._pool(seat, obs, mask, bids[seat], x[seat], at.game.tokens[seat], at.rng)
         if not len(pool):
-            return None, t
+            return None
         support = []  # the others' bids they play, with their probabilities
         for s in range(self.players):
             keep = np.flatnonzero(x[s] >= SUPPORT_FLOOR) if s != seat else np.array([0])
@@ -372,15 +509,21 @@ class RoundSearcher:
                 rows.append(np.stack(joint))
                 keys.append(tuple(j.tobytes() for j in joint))
                 weights.append(w)
-        missing = [(r, k) for r, k in zip(rows, keys) if k not in cache]
-        t = self._play(game, [r for r, _ in missing], [k for _, k in missing], cache, clock, t)
+        return pool, rows, keys, weights
+
+    def _best_response(self, seat: int, pool: np.ndarray, rows: list[np.ndarray], keys: list[tuple],
+                       weights: list[float], solution: Solution, cache: dict
+                       ) -> tuple[np.ndarray, np.ndarray] | None:  # fmt: skip
+        """The pool bid of ``seat`` that does best against the others' strategies (:meth:`_pool_rows`, played), with
+        its action, where it gains more than ``oracle_gain`` over the seat's own strategy in the game solved; else
+        None."""
         payoff = np.stack([self._solved(cache[k], seat) for k in keys]) * np.array(weights)
         worth = payoff.reshape(-1, len(pool)).sum(0)  # (pool,): each pool bid against the others' mixture
         mine = self._solved(solution.values, seat)
         i = int(np.argmax(worth))
-        if worth[i] - mine <= st.oracle_gain:
-            return None, t
-        return (pool[i], codec.action_from_bid(pool[i])), t
+        if worth[i] - mine <= self.settings.oracle_gain:
+            return None
+        return pool[i], self.codec.action_from_bid(pool[i])
 
     def _solved(self, values: np.ndarray, seat: int) -> float:
         """A seat's payoff in the game solved: its own value, or with two players half the difference (D)."""
@@ -460,6 +603,26 @@ class EquilibriumAgent(Agent):
         x = found.solution.strategies[0]
         return found.actions[0][int(self.rng.choice(len(x), p=x / x.sum()))]
 
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray, decisions: np.ndarray) -> np.ndarray:
+        """Actions (n, D) for many games' rows at once: the bid rows searched together
+        (:meth:`RoundSearcher.search_many`, their rounds in one batch), each with a generator of its own drawn from
+        the agent's, which rebuilds its game, searches and draws its bid; the other rows by ``chooser`` in one call.
+        Reproducible after :meth:`reset`, but not the draws of :meth:`act` row by row."""
+        observations, decisions = np.asarray(observations), np.asarray(decisions).reshape(-1)
+        out = np.zeros((len(observations), len(self.codec.nvec)), dtype=np.int64)
+        bid = np.flatnonzero(decisions == int(Decision.BID))
+        other = np.flatnonzero(decisions != int(Decision.BID))
+        if len(other):
+            out[other] = act_batch(self.chooser, observations[other], np.asarray(masks)[other], decisions[other])
+        if len(bid):
+            rngs = [np.random.default_rng(int(self.rng.integers(SEED_BOUND))) for _ in bid]
+            size = self.layout.size
+            games = [game_from_observation(observations[i][:size], self.layout, 0, r) for i, r in zip(bid, rngs)]
+            for i, found, rng in zip(bid, self.searcher.search_many(games, rngs), rngs):
+                x = found.solution.strategies[0]
+                out[i] = found.actions[0][int(rng.choice(len(x), p=x / x.sum()))]
+        return out
+
 
 # --- the spec: equilibrium:[KEY=VALUE:]...POLICY -----------------------------------------------------------------
 
@@ -470,6 +633,7 @@ OPTIONS = {  # the spec's keys: (Settings field or agent option, type)
     "oracle": ("oracle", int),
     "gain": ("oracle_gain", float),
     "method": ("method", str),
+    "engine": ("engine", str),
     "seed": ("seed", int),
     "value": ("value", str),
     "critic": ("critic", str),

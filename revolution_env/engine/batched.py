@@ -14,6 +14,7 @@ ahead into ``deck`` so that the compiled loops draw without calling back; the sa
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +24,16 @@ import numpy as np
 from revolution_env.common.jit import in_parts
 from revolution_env.engine import kernels as K
 from revolution_env.engine.components import TOKEN_TYPES
-from revolution_env.engine.game import DECK_STREAM, Decision, IllegalAction, Layout, Phase, clean_bids, seed_stream
+from revolution_env.engine.game import (
+    DECK_STREAM,
+    Decision,
+    Game,
+    IllegalAction,
+    Layout,
+    Phase,
+    clean_bids,
+    seed_stream,
+)
 from revolution_env.engine.kernels import Cfg, History, Meta, Outcome, RandomPlay, State, Tables
 from revolution_env.engine.scenario import MODES, export_game, run_scenario
 
@@ -252,6 +262,62 @@ class BatchedGame:
             for i, seed in zip(g.tolist(), seeds.tolist()):
                 self._deck_rngs[i] = seed_stream(seed, DECK_STREAM)
             self._draw_ahead(g)
+
+    def load(self, games: Any, game: Game) -> None:
+        """Write the scalar ``game``'s state, at a bid decision, into each of ``games`` (indices), so that they play on
+        as copies of it would (a search plays many rounds from one position so): the public state, the last round's
+        story the observations show (revealed bids, winners, Scheming Gold, Guy's last placer, the cards drawn), the
+        seed, and the first edition's draw pile and deck generator, each game's reshuffles (D15) the ones ``game``'s
+        copies would draw. D9's coin is not carried (a batched game draws its coins from :attr:`rng`): a caller that
+        wants ``game``'s gives :meth:`submit_bids` the priority (:meth:`Game.next_coin`). Each game's history starts
+        empty. ``ValueError`` for a game of another variant or not at a bid decision."""
+        L = self.layout
+        if game.rules != L.rules or (game.layout.seats, game.layout.n_targets) != (L.seats, L.n_targets):
+            raise ValueError("load: the game is of another variant than the batch's")
+        if game.decision is None or game.decision.kind != Decision.BID or game.phase != Phase.BIDDING:
+            raise ValueError("load: the game is not at a bid decision")
+        g = np.asarray(games, dtype=np.int64).reshape(-1)
+        if len(g) and (g.min() < 0 or g.max() >= self.n):
+            raise ValueError(f"games: expected indices from 0 to {self.n - 1}")
+        self.seeds[g] = game.seed
+        self.tokens[g] = game.tokens
+        self.bank[g] = game.bank
+        self.support[g] = game.support
+        self.cubes[g] = game.cubes
+        self.supply[g] = game.supply
+        self.bids[g] = game.bids
+        self.revealed[g] = game.revealed
+        self.winners[g] = game.winners
+        self.scheming_gold[g] = game.scheming_gold
+        self.final_support[g] = self.final_tokens[g] = self.final_areas[g] = 0
+        self.final_win[g] = False
+        meta = self._start_meta.copy()
+        meta[Meta.ROUND] = game.round
+        meta[Meta.GUY_LAST] = game.guy_last_placer
+        meta[Meta.REVEALED_ROUND] = game.revealed_round
+        pile = game._draw_pile
+        meta[Meta.DECK_LEFT] = len(pile)
+        self.meta[g] = meta
+        history = self.history
+        history.bids[g] = 0
+        history.priority[g] = -1
+        for choices in (history.spy, history.apothecary, history.guy, history.remove):
+            choices[g] = -2
+        if L.card_space >= 0:
+            slots, D = self.deck.shape[1:]
+            ahead = copy.deepcopy(game._deck_rng)  # the shuffles every copy of the game draws next, drawn once
+            shuffles = [ahead.permutation(D) for _ in range(slots - 1)]
+            self.deck[g, 0] = 0
+            self.deck[g, 0, D - len(pile) :] = pile  # the shuffle in use: its draw pile is its last DECK_LEFT cards
+            for k, shuffle in enumerate(shuffles, 1):
+                self.deck[g, k] = shuffle
+            self._shuffles[g] = slots
+            for i in g.tolist():
+                self._deck_rngs[i] = copy.deepcopy(ahead)
+            self.card_queue[g] = 0
+            self.drawn[g] = 0
+            for seat, index in game.cards_drawn:
+                self.drawn[g, seat, index] += 1
 
     def _draw_ahead(self, games: np.ndarray) -> None:
         """Fill the shuffle slots of ``games`` that were used up (D15): each game's next shuffles from its own

@@ -903,3 +903,10 @@ class Game:
         import copy
 
         return copy.deepcopy(self)
+
+    def next_coin(self) -> int:
+        """D9's coin as this game would flip it next (0 or 1), its generator untouched: every copy of the game flips
+        the same, and a batched game loaded from it (``BatchedGame.load``) is given it as the priority."""
+        bits = type(self._coin_rng.bit_generator)()
+        bits.state = self._coin_rng.bit_generator.state  # the state copied: cheaper than a deep copy of the generator
+        return int(np.random.Generator(bits).integers(2))
