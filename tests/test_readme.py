@@ -54,7 +54,7 @@ def command_id(words: list[str]) -> str:
 
 def too_long(args: argparse.Namespace) -> str | None:
     """Why a parsed ``revolution`` command is not run here, or None to run it."""
-    if args.command in ("train", "exploit", "main", "psro"):
+    if args.command in ("train", "exploit", "main", "psro", "iterate"):
         return "training: minutes to hours"
     if args.command == "play":
         return "interactive: it waits for a person's bids"

@@ -371,6 +371,47 @@ def cmd_fit_critic(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_iterate_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``iterate`` subcommand (policy iteration with the equilibrium search in the loop,
+    ``revolution_training.search_iteration``)."""
+    p = subparsers.add_parser(
+        "iterate",
+        help="policy iteration with the equilibrium search in the loop: games where every seat plays the search, "
+        "the policy fitted to its strategies and the critic to its values, repeat",
+        description="DNVI-style policy iteration: each iteration plays games in which every seat plays the round's "
+        "equilibrium found by the search over the current policy (scored by its critic), then fits the policy to "
+        "the search's strategies and its critic to the search's values, and evaluates the result. Writes "
+        "<out>/policy_NNN.pt, <out>/best.pt and <out>/iterate.json. See training/search_iteration.py.",
+    )
+    p.add_argument("--config", required=True, help="a training config with an iterate: section "
+                   "(configs/iterate_two_players.yaml)")  # fmt: skip
+    p.add_argument("--out", required=True, help="the run folder")
+    p.add_argument("--resume", action="store_true", help="continue the run in the folder")
+    p.add_argument("--ray", metavar="ADDRESS", help="play the games as Ray tasks (auto, or a cluster's address)")
+    p.set_defaults(func=cmd_iterate)
+    return p
+
+
+def cmd_iterate(args: argparse.Namespace) -> int:
+    try:
+        from revolution_training.search_iteration import load_iterate_config, run_iterate
+    except ModuleNotFoundError as exc:
+        return missing_train_extra("iterate", exc)
+    try:
+        config, iterate = load_iterate_config(args.config)
+        state = run_iterate(config, iterate, args.out, args.resume, args.ray, say=functools.partial(print, flush=True))
+    except ValueError as exc:
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        print(f"aborted: continue with revolution iterate --config {args.config} --out {args.out} --resume",
+              file=sys.stderr)  # fmt: skip
+        return exit_status(exc)
+    best = f"{Path(args.out) / state['best']}" if state["best"] else "none (no evaluation)"
+    print(f"iterate: {len(state['iterations'])} iteration(s) in {args.out}; best: {best}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m revolution_training", description="Self-play training for Revolution!")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -378,5 +419,6 @@ def main(argv: list[str] | None = None) -> int:
     add_exploit_parser(sub)
     add_psro_parser(sub)
     add_fit_critic_parser(sub)
+    add_iterate_parser(sub)
     args = parser.parse_args(argv)
     return run_command(args)

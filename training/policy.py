@@ -22,6 +22,7 @@ __all__ = [
     "actor_layers",
     "evaluate_rows",
     "load_actor",
+    "load_critic",
     "load_policy_agent",
     "policy_from_sb3",
 ]
@@ -145,3 +146,22 @@ def load_actor(policy: Mapping[str, Any], policy_net: torch.nn.Module, action_ne
                 getattr(action_net, name).copy_(policy["bid_head"][name])
         elif autoregressive:
             action_net.out.zero_()
+
+
+def load_critic(policy: Mapping[str, Any], sb3_policy: Any, where: str) -> None:
+    """Copy a checkpoint's critic (``policy["critic"]``, :func:`policy_from_sb3`'s form) into an SB3 ``MlpPolicy``'s
+    value network; a checkpoint without one, or one that does not fit, raises ``ValueError`` naming ``where``."""
+    critic = policy.get("critic")
+    if critic is None:
+        raise ValueError(f"{where}: the checkpoint carries no critic")
+    state = critic["state_dict"]
+    layers = critic_layers(sb3_policy)
+    names = [f"layers.{i}" for i in range(len(critic["hidden"]) + 1)]
+    mine = [tuple(layer.weight.shape) for layer in layers]
+    theirs = [tuple(state[f"{n}.weight"].shape) for n in names]
+    if mine != theirs:
+        raise ValueError(f"{where}: its critic {theirs} does not fit this run's {mine}")
+    with torch.no_grad():
+        for name, layer in zip(names, layers):
+            layer.weight.copy_(state[f"{name}.weight"])
+            layer.bias.copy_(state[f"{name}.bias"])
