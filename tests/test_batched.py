@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from boards import STANDARD, small_deck
 from plain_python import run_without_numba
 from replay_files import another_seed
 
@@ -165,15 +166,8 @@ def test_the_deck_is_reshuffled_as_the_scalar_engine_reshuffles_it(players: int,
     """D15 with the players drawing every card they can (3 Gold each on the Card space): the standard deck runs out
     every few rounds, a deck of three cards several times a round; every reshuffle comes from the game's own seeded
     generator, the states (draw pile included) match after every decision, and the exported games replay."""
-    data = json.loads((BOARDS_DIR / "standard.json").read_text())
-    if small:
-        data["first_edition"]["deck"] = [
-            {"name": "3 support", "count": 1, "support": 3},
-            {"name": "1 Force", "count": 1, "tokens": {"force": 1}},
-            {"name": "Remove 1 Influence", "count": 1, "remove": 1},
-        ]
     path = tmp_path / "board.json"
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(small_deck() if small else STANDARD))
     rules = Rules(players=players, first_edition=True, board=str(path))
     batch, games, _ = play_both(rules, n=4, seed=2, check_views=True, bidding=card_bids)
     assert batch.meta[:, Meta.DECK_SHUFFLE].min() > (3 * 4 if small else 0)  # several a round with three cards
