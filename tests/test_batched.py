@@ -545,21 +545,29 @@ def test_step_refuses_misplaced_bids_and_choices_not_allowed() -> None:
 
 def test_the_kernels_take_their_state_as_records_and_at_most_six_parameters() -> None:
     """The batched engine's state travels as typed records (``kernels.State``, ``Tables``, ``History``, ...), not as
-    loose arrays: no compiled function of the engine or of its view takes more than six parameters, and the record
-    a game hands the kernels holds the very arrays it exposes (a copy would leave its attributes behind)."""
+    loose arrays: no compiled function of the engine, of its view or of the heuristic bots (``agents.decisions``:
+    ``Bot``, ``Stakes``, ``Rival``, ...) takes more than six parameters, nor any function of the batched evaluation
+    games (``arena.batched``), and the record a game hands the kernels holds the very arrays it exposes (a copy would
+    leave its attributes behind)."""
     import ast
     import inspect
 
+    from revolution_env.agents import decisions
+    from revolution_env.arena import batched as arena
     from revolution_env.engine import kernels
     from revolution_env.env import batched as view
 
     counts = {}
-    for module in (kernels, view):
+    for module, compiled_only in ((kernels, True), (view, True), (decisions, True), (arena, False)):
         for node in ast.parse(inspect.getsource(module)).body:
-            decorators = [d.func if isinstance(d, ast.Call) else d for d in getattr(node, "decorator_list", ())]
-            if any(isinstance(d, ast.Name) and d.id == "jit" for d in decorators):
-                counts[f"{module.__name__}.{node.name}"] = len(node.args.args)
-    assert len(counts) > 40 and "revolution_env.engine.kernels.step_many" in counts
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            decorators = [d.func if isinstance(d, ast.Call) else d for d in node.decorator_list]
+            if not compiled_only or any(isinstance(d, ast.Name) and d.id == "jit" for d in decorators):
+                args = node.args
+                counts[f"{module.__name__}.{node.name}"] = len(args.posonlyargs + args.args + args.kwonlyargs)
+    assert len(counts) > 100 and "revolution_env.engine.kernels.step_many" in counts
+    assert {"revolution_env.agents.decisions.decide_rows", "revolution_env.arena.batched._actions"} <= set(counts)
     assert {name: n for name, n in counts.items() if n > 6} == {}
     game = BatchedGame(make_layout(Rules(players=2, first_edition=True)), 3, seeds=[1, 2, 3])
     assert isinstance(game.state, kernels.State) and isinstance(game.tables, kernels.Tables)
