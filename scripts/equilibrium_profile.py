@@ -17,7 +17,9 @@ import argparse
 import cProfile
 import itertools
 import pstats
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -25,18 +27,8 @@ from revolution_env.agents.loading import load_agent
 from revolution_env.arena.runner import GameRunner
 from revolution_env.engine.game import Decision
 
-
-class Recording:
-    def __init__(self, agent):
-        self.agent, self.name, self.seen = agent, agent.name, []
-
-    def reset(self, seed=None):
-        self.agent.reset(seed)
-
-    def act(self, observation, info):
-        if info["decision"] == Decision.BID:
-            self.seen.append({k: np.array(v) for k, v in observation.items()})
-        return self.agent.act(observation, info)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the tests' helpers
+from recording import Recording  # noqa: E402
 
 
 def positions(players: int, count: int, seed: int) -> list[dict]:
@@ -47,7 +39,8 @@ def positions(players: int, count: int, seed: int) -> list[dict]:
         GameRunner(
             [me] + [load_agent("value", players=players) for _ in range(players - 1)], {"players": players}
         ).play(seed + game)
-        out += me.seen[:: max(1, len(me.seen) // 8)]
+        seen = [d.observation for d in me.bids()]
+        out += seen[:: max(1, len(seen) // 8)]
         game += 1
     return out[:count]
 

@@ -19,9 +19,9 @@ intended, rerun this script and review the diff of tests/golden/bots/ before com
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -34,37 +34,14 @@ import revolution_env
 from revolution_env.agents.loading import load_agent
 from revolution_env.agents.search import PREFIX, is_search, searched_spec
 from revolution_env.arena.runner import agent_seed
-from revolution_env.engine.components import BOARDS_DIR
 from revolution_env.engine.game import Decision
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' helpers (tests/boards.py): the boards of the recorded games
+from boards import small_board, small_deck  # noqa: E402
+
 GOLDEN_DIR = ROOT / "tests" / "golden" / "bots"
-STANDARD = json.loads((BOARDS_DIR / "standard.json").read_text(encoding="utf-8"))
 DIGITS = 6  # hex digits kept of each hash
-
-
-def small_board() -> dict:
-    """Two areas of 3 and 2 spaces instead of the standard board's, no first edition (as tests/test_components)."""
-    data = copy.deepcopy(STANDARD)
-    data["name"] = "small"
-    data["areas"] = [{"name": "Hill", "spaces": 3, "support": 10}, {"name": "Vale", "spaces": 2, "support": 5}]
-    for c in data["characters"]:
-        if c["area"] is not None:
-            c["area"] = "Hill" if c["name"] in ("General", "Captain", "Magistrate", "Priest") else "Vale"
-    del data["first_edition"]
-    return data
-
-
-def small_deck() -> dict:
-    """The standard board with a first edition deck of three cards, one of them Remove 1 Influence (as
-    tests/test_batched): Remove decisions come often."""
-    data = copy.deepcopy(STANDARD)
-    data["first_edition"]["deck"] = [
-        {"name": "3 support", "count": 1, "support": 3},
-        {"name": "1 Force", "count": 1, "tokens": {"force": 1}},
-        {"name": "Remove 1 Influence", "count": 1, "remove": 1},
-    ]
-    return data
 
 
 def game(seats: tuple[str, ...], seed: int, board: dict | None = None, **options: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from boards import STANDARD, small_deck
 from plain_python import run_without_numba
 from replay_files import another_seed
 
@@ -165,15 +166,8 @@ def test_the_deck_is_reshuffled_as_the_scalar_engine_reshuffles_it(players: int,
     """D15 with the players drawing every card they can (3 Gold each on the Card space): the standard deck runs out
     every few rounds, a deck of three cards several times a round; every reshuffle comes from the game's own seeded
     generator, the states (draw pile included) match after every decision, and the exported games replay."""
-    data = json.loads((BOARDS_DIR / "standard.json").read_text())
-    if small:
-        data["first_edition"]["deck"] = [
-            {"name": "3 support", "count": 1, "support": 3},
-            {"name": "1 Force", "count": 1, "tokens": {"force": 1}},
-            {"name": "Remove 1 Influence", "count": 1, "remove": 1},
-        ]
     path = tmp_path / "board.json"
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(small_deck() if small else STANDARD))
     rules = Rules(players=players, first_edition=True, board=str(path))
     batch, games, _ = play_both(rules, n=4, seed=2, check_views=True, bidding=card_bids)
     assert batch.meta[:, Meta.DECK_SHUFFLE].min() > (3 * 4 if small else 0)  # several a round with three cards
@@ -551,21 +545,29 @@ def test_step_refuses_misplaced_bids_and_choices_not_allowed() -> None:
 
 def test_the_kernels_take_their_state_as_records_and_at_most_six_parameters() -> None:
     """The batched engine's state travels as typed records (``kernels.State``, ``Tables``, ``History``, ...), not as
-    loose arrays: no compiled function of the engine or of its view takes more than six parameters, and the record
-    a game hands the kernels holds the very arrays it exposes (a copy would leave its attributes behind)."""
+    loose arrays: no compiled function of the engine, of its view or of the heuristic bots (``agents.decisions``:
+    ``Bot``, ``Stakes``, ``Rival``, ...) takes more than six parameters, nor any function of the batched evaluation
+    games (``arena.batched``), and the record a game hands the kernels holds the very arrays it exposes (a copy would
+    leave its attributes behind)."""
     import ast
     import inspect
 
+    from revolution_env.agents import decisions
+    from revolution_env.arena import batched as arena
     from revolution_env.engine import kernels
     from revolution_env.env import batched as view
 
     counts = {}
-    for module in (kernels, view):
+    for module, compiled_only in ((kernels, True), (view, True), (decisions, True), (arena, False)):
         for node in ast.parse(inspect.getsource(module)).body:
-            decorators = [d.func if isinstance(d, ast.Call) else d for d in getattr(node, "decorator_list", ())]
-            if any(isinstance(d, ast.Name) and d.id == "jit" for d in decorators):
-                counts[f"{module.__name__}.{node.name}"] = len(node.args.args)
-    assert len(counts) > 40 and "revolution_env.engine.kernels.step_many" in counts
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            decorators = [d.func if isinstance(d, ast.Call) else d for d in node.decorator_list]
+            if not compiled_only or any(isinstance(d, ast.Name) and d.id == "jit" for d in decorators):
+                args = node.args
+                counts[f"{module.__name__}.{node.name}"] = len(args.posonlyargs + args.args + args.kwonlyargs)
+    assert len(counts) > 100 and "revolution_env.engine.kernels.step_many" in counts
+    assert {"revolution_env.agents.decisions.decide_rows", "revolution_env.arena.batched._actions"} <= set(counts)
     assert {name: n for name, n in counts.items() if n > 6} == {}
     game = BatchedGame(make_layout(Rules(players=2, first_edition=True)), 3, seeds=[1, 2, 3])
     assert isinstance(game.state, kernels.State) and isinstance(game.tables, kernels.Tables)

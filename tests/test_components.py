@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from boards import STANDARD, small_board
 
 from revolution_env.engine import (
     BoardError,
@@ -22,9 +23,6 @@ from revolution_env.engine import (
     random_game,
     state_dict,
 )
-from revolution_env.engine.components import BOARDS_DIR
-
-STANDARD = json.loads((BOARDS_DIR / "standard.json").read_text(encoding="utf-8"))
 
 
 def write_board(tmp_path: Path, data: object, name: str = "board.json") -> Path:
@@ -124,17 +122,6 @@ def test_load_from_path_equals_by_name(tmp_path: Path) -> None:
     path = write_board(tmp_path, STANDARD, "copy.json")
     assert load_components(path) == load_components("standard")
     assert load_components(str(path)) == load_components("standard")
-
-
-def small_board() -> dict:
-    data = copy.deepcopy(STANDARD)
-    data["name"] = "small"
-    data["areas"] = [{"name": "Hill", "spaces": 3, "support": 10}, {"name": "Vale", "spaces": 2, "support": 5}]
-    for c in data["characters"]:
-        if c["area"] is not None:
-            c["area"] = "Hill" if c["name"] in ("General", "Captain", "Magistrate", "Priest") else "Vale"
-    del data["first_edition"]
-    return data
 
 
 def test_custom_board_plays_a_game(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
+from recording import Recording
 
 from revolution_env.agents.base import RandomAgent
 from revolution_env.agents.equilibrium import (
@@ -305,20 +306,6 @@ def test_neighbours_move_one_token_to_a_target_that_takes_it():
 
 
 # --- the agent ------------------------------------------------------------------------------------------------
-
-
-class Recording:
-    def __init__(self, agent):
-        self.agent, self.name, self.seen = agent, agent.name, []
-
-    def reset(self, seed=None):
-        self.agent.reset(seed)
-
-    def act(self, observation, info):
-        action = self.agent.act(observation, info)
-        observation = {k: np.array(v) for k, v in observation.items()}
-        self.seen.append((observation, dict(info), action, getattr(self.agent, "last", None)))
-        return action
 
 
 @pytest.mark.parametrize("players", [2, 3])

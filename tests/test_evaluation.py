@@ -278,6 +278,30 @@ def test_the_same_seed_gives_the_same_evaluation_whatever_the_workers():
     assert other.results != one.results
 
 
+def test_each_evaluate_function_takes_its_tournaments_parameters_then_where_its_games_are_played():
+    """``evaluate_lineup``, ``evaluate_pool``, ``evaluate_gauntlet``: one piece of code (``runner._played``) over
+    their tournaments, taking the tournament's parameters with ``workers``, ``progress``, ``ray_address`` after
+    ``env_options``, by position too; an unknown argument is refused as a Python function refuses it."""
+    import inspect
+
+    from revolution_env.evaluation import evaluate_gauntlet
+    from revolution_env.evaluation.runner import gauntlet_tournament, lineup_tournament, pool_tournament
+
+    pairs = [(evaluate_lineup, lineup_tournament), (evaluate_pool, pool_tournament)]
+    for evaluate, tournament in [*pairs, (evaluate_gauntlet, gauntlet_tournament)]:
+        made = list(inspect.signature(tournament).parameters)
+        at = made.index("env_options") + 1
+        where = ["workers", "progress", "ray_address"]
+        assert list(inspect.signature(evaluate).parameters) == made[:at] + where + made[at:]
+        assert evaluate.__name__ == "evaluate_" + tournament.__name__.removesuffix("_tournament")
+        assert evaluate.__doc__
+    by_position = evaluate_lineup(["random", "random", "random"], 3, 5, None, 1, False)
+    by_name = evaluate_lineup(["random", "random", "random"], games=3, seed=5, workers=1, progress=False)
+    assert by_position.results == by_name.results and len(by_name.results) == 3
+    with pytest.raises(TypeError, match="unexpected keyword argument 'worker'"):
+        evaluate_lineup(["random", "random", "random"], games=3, worker=1)
+
+
 @pytest.mark.parametrize(
     "specs,options",
     [

@@ -66,6 +66,26 @@ def test_results_persist_and_reach_the_readers(tmp_path):
     assert read_league_file(folder)["history"] == []
 
 
+def test_a_reader_of_a_runs_league_section_takes_each_of_its_opponent_fields(tmp_path):
+    """``LeagueReader.from_section``, as ``revolution train`` builds its readers: every field of the ``league``
+    section that decides the opponents reaches the reader (here none at its default)."""
+    from revolution_training.config import LeagueConfig
+
+    section = LeagueConfig(
+        heuristics=["value", "area"],
+        heuristics_weights=[0.25, 0.75],
+        p_latest=0.1,
+        p_past=0.6,
+        opponents_deterministic=True,
+        opponent_sampling="pfsp",
+        pfsp_weighting="variance",
+    )
+    reader = LeagueReader.from_section(tmp_path, section, {"players": 3, "reward": "margin"})
+    assert (reader.folder, reader.heuristics, reader.heuristics_weights) == (tmp_path, ["value", "area"], [0.25, 0.75])
+    assert (reader.p_latest, reader.p_past, reader.deterministic) == (0.1, 0.6, True)
+    assert (reader.sampling, reader.weighting, reader.env_options) == ("pfsp", "variance", {"players": 3})
+
+
 def test_bad_sampling_options_are_refused(tmp_path):
     with pytest.raises(ValueError, match="opponent_sampling: expected one of uniform, pfsp"):
         LeagueReader(None, ["random"], {"players": 3}, sampling="fancy")

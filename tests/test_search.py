@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from recording import Recording
 from revolution_training.exploit import exploit_config
 from revolution_training.exploitability import identity
 
@@ -21,26 +22,12 @@ BOTS = {2: "checkpoints/two_players.pt", 3: "checkpoints/three_players.pt", 4: "
 BOT = BOTS[2]
 
 
-class Recording:
-    """Wraps an agent and keeps every (observation, info) it is asked about."""
-
-    def __init__(self, agent):
-        self.agent, self.name, self.seen = agent, agent.name, []
-
-    def reset(self, seed=None):
-        self.agent.reset(seed)
-
-    def act(self, observation, info):
-        self.seen.append(({k: np.array(v) for k, v in observation.items()}, dict(info)))
-        return self.agent.act(observation, info)
-
-
 def bid_positions(players: int, first_edition: bool = False, seed: int = 2):
     """Observations of bids from a game of a search agent against value (its own seat's)."""
     options = {"players": players, "first_edition": first_edition}
     me = Recording(load_agent("random", **options))
     GameRunner([me] + [load_agent("value", **options) for _ in range(players - 1)], options).play(seed)
-    return options, [(o, i) for o, i in me.seen if i["decision"] == Decision.BID]
+    return options, [(d.observation, d.info) for d in me.bids()]
 
 
 @pytest.mark.parametrize("players, first_edition", [(2, False), (3, False), (3, True), (4, False)])
@@ -95,7 +82,7 @@ def test_a_search_agent_plays_legal_reproducible_games_and_mixes_its_bids(player
     assert (first.support, first.rounds) == (again.support, again.rounds)
     policy = load_agent(f"{BOTS[players]}:argmax", **options)
     differs = 0
-    for observation, info in seen.seen[:40]:
+    for observation, info, *_ in seen.seen[:40]:
         agent.reset(3)
         action = agent.act(observation, info)
         if info["decision"] != Decision.BID:

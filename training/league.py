@@ -283,6 +283,13 @@ class LeagueReader:
         self._stamp: tuple | None = None
         self._agents: dict[tuple[str, str, int], Agent] = {}
 
+    @classmethod
+    def from_section(cls, folder: str | Path | None, league: Any, env_options: Mapping[str, Any]) -> LeagueReader:
+        """The reader of the league in ``folder`` as a run's ``league`` section (``config.LeagueConfig``) sets it."""
+        return cls(folder, league.heuristics, env_options, league.p_latest, league.p_past,
+                   league.opponents_deterministic, league.opponent_sampling, league.pfsp_weighting,
+                   league.heuristics_weights)  # fmt: skip
+
     def refresh(self) -> None:
         """Reload ``league.json`` if it changed (every write replaces the file, so its inode changes)."""
         if self.folder is None:

@@ -46,26 +46,8 @@ class SelfPlayEnv(SingleAgentEnv):
 
 
 def make_selfplay_env(
-    env_options: Mapping[str, Any],
-    league_folder: str | Path | None,
-    heuristics: Sequence[str],
-    p_latest: float = 0.0,
-    p_past: float = 0.0,
-    deterministic_opponents: bool = False,
-    sampling: str = "uniform",
-    weighting: str = "hard",
-    heuristics_weights: Sequence[float] | None = None,
+    env_options: Mapping[str, Any], league_folder: str | Path | None, heuristics: Sequence[str], **league: Any
 ) -> SelfPlayEnv:
-    """A self-play env whose opponents come from the league in ``league_folder`` (None: heuristics only)."""
-    reader = LeagueReader(
-        league_folder,
-        heuristics,
-        env_options,
-        p_latest,
-        p_past,
-        deterministic_opponents,
-        sampling,
-        weighting,
-        heuristics_weights,
-    )
-    return SelfPlayEnv(env_options, reader)
+    """A self-play env whose opponents come from the league in ``league_folder`` (None: heuristics only);
+    ``league``: :class:`LeagueReader`'s other options by name (``p_latest``, ``sampling``, ...)."""
+    return SelfPlayEnv(env_options, LeagueReader(league_folder, heuristics, env_options, **league))

@@ -60,7 +60,7 @@ from revolution_training.league import League, LeagueReader, plot_matrix
 from revolution_training.mmd import MagnetPPO
 from revolution_training.policy import load_actor, policy_from_sb3
 from revolution_training.pretrain import clone, collect
-from revolution_training.selfplay import make_selfplay_env
+from revolution_training.selfplay import SelfPlayEnv
 from revolution_training.vec_env import SB3VecEnv, TruncatedReward
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
@@ -134,17 +134,7 @@ def env_factory(config: TrainConfig, league_folder: Path, in_subprocess: bool):
         if in_subprocess:  # Ctrl-C and SIGTERM are for the trainer: it stops and saves, then closes the workers
             ignore_stop_signals()
             torch.set_num_threads(1)
-        return make_selfplay_env(
-            options,
-            league_folder,
-            config.league.heuristics,
-            config.league.p_latest,
-            config.league.p_past,
-            config.league.opponents_deterministic,
-            config.league.opponent_sampling,
-            config.league.pfsp_weighting,
-            config.league.heuristics_weights,
-        )
+        return SelfPlayEnv(options, LeagueReader.from_section(league_folder, config.league, options))
 
     return make
 
@@ -176,18 +166,8 @@ def _games(config: TrainConfig, league_folder: Path, keep_finished: int) -> VecE
     if config.backend() == "vector":
         from revolution_env import vector_env
 
-        league = LeagueReader(
-            league_folder,
-            config.league.heuristics,
-            config.env_options(),
-            config.league.p_latest,
-            config.league.p_past,
-            config.league.opponents_deterministic,
-            config.league.opponent_sampling,
-            config.league.pfsp_weighting,
-            config.league.heuristics_weights,
-        )
         options = config.env_options()
+        league = LeagueReader.from_section(league_folder, config.league, options)
         return SB3VecEnv(
             vector_env(
                 config.n_envs,

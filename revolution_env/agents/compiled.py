@@ -59,9 +59,10 @@ def as_python(name: str) -> Callable:
 # --- the calls -----------------------------------------------------------------------------------------------------
 
 
-def _arguments_after_rows(bot: Any) -> tuple[tuple, tuple, tuple, tuple]:
-    """The bot's tables, feature starts, settings and judgement as :func:`.decisions.decide_rows` takes them: plain
-    tuples, whose types Numba reads from Python much sooner than those of named tuples (a call's fixed cost)."""
+def _plain_bot(bot: Any) -> tuple[tuple, tuple, tuple, tuple]:
+    """The bot's tables, feature starts, settings and judgement as the entry points take them
+    (:class:`.decisions.Bot`, as plain tuples, whose types Numba reads from Python much sooner than those of named
+    tuples: a call's fixed cost)."""
     return bot.static + (tuple(settings(bot)), tuple(bot.judgement.as_floats()))
 
 
@@ -78,7 +79,7 @@ def decide(bot: Any, observations: np.ndarray, masks: np.ndarray) -> tuple[np.nd
     obs = np.ascontiguousarray(observations, dtype=np.float32)
     actions = np.zeros((len(obs), len(bot.codec.nvec)), dtype=np.int64)
     rows = decide_rows if ready(bot) else as_python("decide_rows")
-    fallbacks = rows(bot.rng, obs, _masks(masks), *_arguments_after_rows(bot), actions)
+    fallbacks = rows(bot.rng, obs, _masks(masks), _plain_bot(bot), actions)
     return actions, int(fallbacks)
 
 
@@ -88,7 +89,7 @@ def values_against_samples(bot: Any, observation: np.ndarray, bids: np.ndarray) 
     out = np.zeros((len(bids), int(bot.samples)))
     obs = np.array(observation, dtype=np.float32)  # writable: Numba types a read-only array apart
     entry = value_per_sample if ready(bot, "value_per_sample") else as_python("value_per_sample")
-    expected = entry(bot.rng, obs, np.ascontiguousarray(bids, dtype=np.int64), *_arguments_after_rows(bot), out)
+    expected = entry(bot.rng, obs, np.ascontiguousarray(bids, dtype=np.int64), _plain_bot(bot), out)
     return out, expected
 
 
@@ -124,13 +125,13 @@ class _Build:
 def _entries(bot: Any) -> dict[str, tuple]:
     """The arguments of the types each entry point is compiled for (an empty observation, one bid; a generator of
     their own, so that building draws nothing from the bot's)."""
-    fixed, rng = _arguments_after_rows(bot), np.random.default_rng(0)
+    plain, rng = _plain_bot(bot), np.random.default_rng(0)
     size, dims = bot.layout.size, len(bot.codec.nvec)
-    rows = (rng, np.zeros((1, size), np.float32), _masks(np.zeros((1, bot.codec.size), np.int8)), *fixed,
+    rows = (rng, np.zeros((1, size), np.float32), _masks(np.zeros((1, bot.codec.size), np.int8)), plain,
             np.zeros((1, dims), np.int64))  # fmt: skip
-    bids = (rng, np.zeros(size, np.float32), np.zeros((1, bot.t.targets, 3), np.int64), *fixed,
+    bids = (rng, np.zeros(size, np.float32), np.zeros((1, bot.t.targets, 3), np.int64), plain,
             np.zeros((1, int(bot.samples))))  # fmt: skip
-    margins = (np.zeros((1, size), np.float32), *bot.static, fixed[-1], np.zeros(1))
+    margins = (np.zeros((1, size), np.float32), *bot.static, plain[-1], np.zeros(1))
     return {"decide_rows": rows, "value_per_sample": bids, "margins_now": margins}
 
 

@@ -38,16 +38,20 @@ Numba compiles (``random``, ``binomial``, ``standard_gamma``): :func:`multinomia
 has them, and sums of arrays add in NumPy's pairwise order (:func:`pairwise_sum`), so that compiled and plain
 Python draw the same numbers and the decisions stay those recorded in ``tests/golden/bots/``.
 
-**What travels between the functions**: named tuples, :class:`Tables` (the variant, built once per bot by
-:func:`tables`), :class:`View` (an observation), :class:`Position`, :class:`BidModel`, :class:`Judgement` (a bot's
-weights) and :class:`Settings` (its other parameters). Three things about Numba shape how. It compiles a function
-again for each new type of its arguments, and a literal number passed as an argument is a type of its own: so the
-observer's seat travels as the field ``View.me`` and the level-one planner's settings as fields of
-:class:`Settings`, not as the literals ``0`` and ``5``. It reads the types of a call's arguments from Python
-quickly for plain tuples, slowly for named ones: so :func:`decide_rows` takes the named tuples as plain ones and
-names them again. And a compiled function counts a reference to every array of a tuple it is given, and gives it
-back once the tuple is last used: where that is in the function's first lines, Numba cancels the pairs of the
-arrays it does not use; where it is further down, every call pays for all of them. So every function reads the
+**What travels between the functions**: named tuples, at most six to a function. :class:`Bot` (a bot: the variant's
+:class:`Tables`, built once per bot by :func:`tables`, its :class:`FeatureStarts`, its :class:`Settings` and its
+:class:`Judgement`, the weights the appraisal reads alone), :class:`View` (an observation) and its
+:class:`Position`, :class:`Stakes` (what the round's targets are worth to a seat, which its model of the rivals'
+bids is built on), :class:`Rival` (one rival as it is sampled) and the :class:`BidModel`; small tuples where a few
+numbers go together: a bid on one target (Force, Blackmail, Gold), a cube (area, seat), a plan's effort
+(``max_group``, ``improve``). Three things about Numba shape how. It compiles a function again for each new type of
+its arguments, and a literal number passed as an argument is a type of its own: so the observer's seat travels as
+the field ``View.me`` and the level-one planner's settings as fields of :class:`Settings`, not as the literals ``0``
+and ``5``. It reads the types of a call's arguments from Python quickly for plain tuples, slowly for named ones: so
+the entry points (:func:`decide_rows`, :func:`value_per_sample`, :func:`margins_now`) take the named tuples as plain
+ones and name them again. And a compiled function counts a reference to every array of a tuple it is given, and
+gives it back once the tuple is last used: where that is in the function's first lines, Numba cancels the pairs of
+the arrays it does not use; where it is further down, every call pays for all of them. So every function reads the
 fields it needs into locals at its top, and uses the tuple no more except to hand it on.
 """
 
@@ -127,7 +131,6 @@ class Tables(NamedTuple):
     token_points: np.ndarray  # (3,) float: a token's end-game points
     strength: np.ndarray  # (3,): a bid as one comparable integer (docs/rules.md §3)
     guy_legal: np.ndarray  # (T, 3) bool: the types a Guy bid may hold (D10, D11: characters only)
-    others: np.ndarray  # (S, S - 1): each seat's rivals
     area_points: np.ndarray  # (A, radix ** S, S): ``expected_area_points`` of every cube count, in base radix
     radix: int  # max(spaces) + 1
     n_cards: int  # the kinds of card in the first edition's deck (0 elsewhere)
@@ -255,7 +258,6 @@ def tables(agent: Any) -> tuple[Tables, FeatureStarts]:
         token_points=L.token_points.astype(np.float64),
         strength=np.array([64 * 64, 64, 1], dtype=np.int64),
         guy_legal=guy_legal,
-        others=np.array([[q for q in range(S) if q != p] for p in range(S)], dtype=np.int64),
         area_points=_area_table(L.spaces, L.area_support, bonus, S),
         radix=int(L.spaces.max()) + 1,
         n_cards=len(cards),
@@ -498,7 +500,7 @@ def area_points(a, counts, settled, t, out):
 
 
 @jit(refcounts=False)
-def margins(X, change, lead, rounds, j, others, out):
+def margins(X, change, lead, rounds, j, out):
     """Every seat's margin over its rivals after ``change``, the time its lead has to hold included, into ``out``."""
     w, lock = j.rival_weight, j.lock
     S = X.shape[0]
@@ -506,7 +508,7 @@ def margins(X, change, lead, rounds, j, others, out):
         most = NEG
         total = 0.0
         for i in range(S - 1):
-            o = others[s, i]
+            o = i if i < s else i + 1  # the rivals of s in seat order
             v = X[o] + change[o]
             if v > most:
                 most = v
@@ -521,25 +523,25 @@ def margins(X, change, lead, rounds, j, others, out):
 
 
 @jit
-def gain(pos, change, seat, j, t, buf):
+def gain(pos, change, seat, j, buf):
     """The change in ``seat``'s margin that ``change`` makes (``buf``: room for every seat's margin)."""
     pos, change, buf = borrowed(pos), borrowed(change), borrowed(buf)  # arguments: the caller's for the whole call
-    X, lead, U0, rounds, others = pos.X, pos.lead, pos.U0, pos.rounds, t.others
-    margins(X, change, lead, rounds, j, others, buf)
+    X, lead, U0, rounds = pos.X, pos.lead, pos.U0, pos.rounds
+    margins(X, change, lead, rounds, j, buf)
     return buf[seat] - U0[seat]
 
 
 @jit
-def gains(pos, D, j, t):
+def gains(pos, D, j):
     """(T, S, S) over (target, winner, judge): every seat's change in margin for each change ``D[c, w]``."""
     pos, D = borrowed(pos), borrowed(D)  # arguments: the caller's for the whole call
-    X, lead, U0, rounds, others = pos.X, pos.lead, pos.U0, pos.rounds, t.others
+    X, lead, U0, rounds = pos.X, pos.lead, pos.U0, pos.rounds
     T, S = D.shape[0], D.shape[1]
     G = np.empty((T, S, S))
     buf = np.empty(S)
     for c in range(T):
         for w in range(S):
-            margins(X, D[c, w], lead, rounds, j, others, buf)
+            margins(X, D[c, w], lead, rounds, j, buf)
             for judge in range(S):
                 G[c, w, judge] = buf[judge] - U0[judge]
     return G
@@ -550,7 +552,7 @@ def appraise(view, t, j):
     """The :class:`Position` of ``view`` by the weights ``j``."""
     tokens, support, supply, cubes, free = view.tokens, view.support, view.supply, view.cubes, view.free
     played, left = max(view.round - 1, 0), view.rounds_left
-    S, A, refunds, bonus, others = t.seats, t.areas, t.refunds, t.bonus, t.others
+    S, A, refunds, bonus = t.seats, t.areas, t.refunds, t.bonus
     spaces, token_points = t.spaces, t.token_points
     prior_income, prior_rounds, fill_rate = j.prior_income, j.prior_rounds, j.fill_rate
     unsettled, trailing = j.unsettled, j.trailing
@@ -575,11 +577,11 @@ def appraise(view, t, j):
     none = np.zeros(S + 1)
     lead = np.zeros(S)
     plain = np.zeros(S)
-    margins(X, none, lead, rounds, j, others, plain)  # the margins in points (no lead yet: no time term)
+    margins(X, none, lead, rounds, j, plain)  # the margins in points (no lead yet: no time term)
     for s in range(S):
         lead[s] = plain[s] if plain[s] > 0 else trailing * plain[s]
     U0 = np.empty(S)
-    margins(X, none, lead, rounds, j, others, U0)
+    margins(X, none, lead, rounds, j, U0)
     movable = np.zeros((A, S), dtype=np.bool_)
     for a in range(A):
         most = 0
@@ -665,8 +667,10 @@ def token_worth(tokens, free, t, j):
 
 
 @jit
-def removal_change(pos, view, a, v, t, j, out):
-    """The change when one cube of ``v`` in ``a`` returns to its owner's supply (a Remove card), into ``out``."""
+def removal_change(pos, view, cube, t, j, out):
+    """The change when ``cube``, (area ``a``, seat ``v``), returns to its owner's supply (a Remove card), into
+    ``out``."""
+    a, v = cube
     free, cubes, left = view.free, view.cubes, view.rounds_left
     rounds, settled, area, income = pos.rounds, pos.settled, pos.area, pos.income
     S, fill_rate = t.seats, j.fill_rate
@@ -715,7 +719,7 @@ def best_spies(pos, view, t, j):
         for a in range(A):
             for v in range(S):
                 if spy_may_replace(movable, supply, w, a, v):
-                    g = gain(pos, move[a, v, w], w, j, t, buf)
+                    g = gain(pos, move[a, v, w], w, j, buf)
                     if g > best:
                         best, ba, bv = g, a, v
         if ba >= 0:
@@ -728,7 +732,7 @@ def best_swaps(pos, t, j):
     """(S, S + 1): each player's best Apothecary swap by its own margin (nothing if none, and nothing for the
     puppet)."""
     move, movable = pos.move, pos.movable
-    X, lead, U0, rounds, others = pos.X, pos.lead, pos.U0, pos.rounds, t.others  # gain's arrays, read once here
+    X, lead, U0, rounds = pos.X, pos.lead, pos.U0, pos.rounds  # gain's arrays, read once here
     S, A, puppet = t.seats, t.areas, t.puppet
     out = np.zeros((S, S + 1))
     buf = np.empty(S)
@@ -745,7 +749,7 @@ def best_swaps(pos, t, j):
                     for a2 in range(A):
                         if may_swap(movable, a1, s1, s2, a2):
                             swap_change(move, a1, s1, s2, a2, change)
-                            margins(X, change, lead, rounds, j, others, buf)  # gain, without passing pos on
+                            margins(X, change, lead, rounds, j, buf)  # gain, without passing pos on
                             g = buf[w] - U0[w]  # at each swap tried (a reference counted per array passed)
                             if not found or g > best:
                                 best = g
@@ -825,8 +829,8 @@ def card_value(pos, view, seat, t, j):
             for a in range(A):
                 for v in range(S):
                     if movable[a, v] and v != seat:
-                        removal_change(pos, view, a, v, t, j, change)
-                        best = max(best, gain(pos, change, seat, j, t, buf))
+                        removal_change(pos, view, (a, v), t, j, change)
+                        best = max(best, gain(pos, change, seat, j, buf))
             value = best
         else:
             tk = card_tokens[i]
@@ -965,12 +969,14 @@ def clumping(last_k):
 
 
 @jit(inline=True)  # one caller
-def sample_tokens(rng, n, k, weight, last, habit, K, t, bot, out):
-    """K samples of where one rival puts its ``n`` tokens of type ``k`` (``weight``: its interest in each target;
-    ``habit`` samples repeat its bid ``last``), added into ``out`` (K, T) times the type's strength."""
+def sample_tokens(rng, rival, k, bot, out):
+    """Samples of where ``rival`` puts its tokens of type ``k``, one a row of ``out`` (K, T), added into it times the
+    type's strength: the first ``rival.habit`` repeat its bid of last round, the others follow its interests."""
+    n, weight, last, habit = rival.tokens[k], rival.weight, rival.last, rival.habit
+    t, s = bot.tables, bot.settings
     legal, bid_count, strength = t.bid_targets[k], t.bid_count[k], t.strength[k]
-    spread, inner_samples, default_clumping = bot.spread, bot.inner_samples, bot.clumping
-    T = weight.shape[0]
+    spread, inner_samples, default_clumping = s.spread, s.inner_samples, s.clumping
+    T, K = weight.shape[0], out.shape[0]
     counts = np.zeros((K, T), dtype=np.int64)
     if habit:  # the rival repeats its bid of last round
         used = np.empty(T)
@@ -1039,39 +1045,67 @@ def _rivals(seat, P):
     return rivals
 
 
-@jit
-def sample_rival(rng, view, G, j, K, mirrored, card_value, t, bot, keys_j):
-    """Rival ``j``'s bids sampled from its interests and habits, as keys, into rows ``mirrored:`` of ``keys_j``
-    (K, T) (the first ``mirrored`` are planned, :func:`model_rivals`)."""
-    view, G, keys_j = borrowed(view), borrowed(G), borrowed(keys_j)  # arguments: the caller's for the whole call
+class Rival(NamedTuple):
+    """One rival as a bot samples its bids (:func:`rival_interests`)."""
+
+    tokens: np.ndarray  # (3,) what it holds
+    weight: np.ndarray  # (T,) how likely it bids on each target: its interest in it, more where it bid last round
+    last: np.ndarray  # (T, 3) its bid of last round (zeros in the first)
+    habit: int  # how many of the samples repeat that bid
+
+
+class Stakes(NamedTuple):
+    """What the round's targets are worth, as ``seat`` sees them: what its model of the rivals' bids is built on
+    (:func:`model_rivals`)."""
+
+    G: np.ndarray  # (T, S, S) every seat's change in margin per target won, by (target, winner, judge) (:func:`gains`)
+    seat: int
+    card_value: float  # what one card of the first edition's deck is worth to ``seat`` (:func:`card_value`), or 0
+
+
+@jit(inline=True)  # one caller
+def rival_interests(view, stakes, j, bot, rows):
+    """Rival ``j`` as ``stakes.seat`` sees it, for ``rows`` samples of its bids: each target wanted as much as its
+    own margin gains from it (the card at ``stakes.card_value``), more where it bid last round."""
     round_, bids, tokens = view.round, view.bids, view.tokens
-    T, card = t.targets, t.card
-    habit_share, sharpness, persistence = bot.habit, bot.sharpness, bot.persistence
-    habit = np.int64(np.rint((K - mirrored) * habit_share)) if round_ > 1 else 0
+    G, value_of_card = stakes.G, stakes.card_value
+    T, card = bot.tables.targets, bot.tables.card
+    habit_share, sharpness, persistence = bot.settings.habit, bot.settings.sharpness, bot.settings.persistence
+    habit = np.int64(np.rint(rows * habit_share)) if round_ > 1 else 0
     weight = np.empty(T)
     for c in range(T):
         want = max(G[c, j, j], 0.0)
         if c == card:
-            want = card_value
+            want = value_of_card
         weight[c] = (want + 1.0) ** sharpness
     last = bids[j] if round_ > 1 else np.zeros((T, 3), dtype=np.int64)
     if last.any():  # rivals tend to bid again where they bid last round
         for c in range(T):
             bid_on = last[c, 0] + last[c, 1] + last[c, 2] > 0
             weight[c] = weight[c] * (1.0 + persistence * bid_on)
-    for k in range(3):
-        n = tokens[j, k]
-        if n:
-            sample_tokens(rng, n, k, weight, last, habit, K - mirrored, t, bot, keys_j[mirrored:])
+    return Rival(tokens=tokens[j], weight=weight, last=last, habit=habit)
 
 
 @jit
-def _model_from_rival_bids(pos, view, G, seat, K, rivals, keys, card_value, t, bot):
-    """The :class:`BidModel` once the rivals' bids (``keys``: rival, sample, target) are drawn."""
-    pos, view, G, keys = borrowed(pos), borrowed(view), borrowed(G), borrowed(keys)  # the caller's
+def sample_rival(rng, view, stakes, j, bot, out):
+    """Rival ``j``'s bids sampled from its interests and habits (:func:`rival_interests`), as keys, into ``out``
+    (its samples not planned, :func:`model_rivals`; T)."""
+    view, stakes, out = borrowed(view), borrowed(stakes), borrowed(out)  # arguments: the caller's for the whole call
+    rival = rival_interests(view, stakes, j, bot, out.shape[0])
+    for k in range(3):
+        if rival.tokens[k]:
+            sample_tokens(rng, rival, k, bot, out)
+
+
+@jit
+def _model_from_rival_bids(pos, view, stakes, keys, bot):
+    """The :class:`BidModel` of ``stakes.seat`` once the rivals' bids (``keys``: rival in seat order, sample, target)
+    are drawn."""
+    pos, view, stakes, keys = borrowed(pos), borrowed(view), borrowed(stakes), borrowed(keys)  # the caller's
     worth, tokens = pos.worth, view.tokens
-    T, puppet, refunds, spend = t.targets, t.puppet, t.refunds, bot.spend
-    R = rivals.shape[0]
+    G, seat, value_of_card = stakes.G, stakes.seat, stakes.card_value
+    T, puppet, refunds, spend = bot.tables.targets, bot.tables.puppet, bot.tables.refunds, bot.settings.spend
+    R, K = keys.shape[0], keys.shape[1]
     value = np.empty(T)
     for c in range(T):
         value[c] = G[c, seat, seat]
@@ -1089,7 +1123,8 @@ def _model_from_rival_bids(pos, view, G, seat, K, rivals, keys, card_value, t, b
                 count += keys[i, m, c] == best
             top[m, c] = best
             if count == 1 and best > 0:
-                lost[m, c] = G[c, rivals[who], seat]
+                rival = who if who < seat else who + 1  # the rivals of seat in seat order
+                lost[m, c] = G[c, rival, seat]
     # each target's strongest opposing bids, sorted (stable), and the losses of the ranks above each, summed
     sorted_keys = np.empty((T, K), dtype=np.int64)
     above = np.zeros((T, K + 1))
@@ -1120,7 +1155,7 @@ def _model_from_rival_bids(pos, view, G, seat, K, rivals, keys, card_value, t, b
         cost=cost,
         vehicle=vehicle,
         guy_tokens=guy_tokens,
-        card_value=card_value,
+        card_value=value_of_card,
         share=1.0 / K,
         samples=K,
         seat=seat,
@@ -1154,31 +1189,31 @@ def with_guy_terms(model, guy_risk, scheming_worth, rival_scheming):
 
 
 @jit(inline=True)  # one caller
-def _interest_model(rng, view, pos, G, seat, K, t, judgement, bot):
-    """Every rival's bids as ``seat`` samples them from the rivals' interests and habits alone (no level one)."""
-    T, P, card = t.targets, t.players, t.card
-    value_of_card = card_value(pos, view, seat, t, judgement) if card >= 0 else 0.0
-    rivals = _rivals(seat, P)
+def _interest_model(rng, view, pos, stakes, bot):
+    """Every rival's bids as ``stakes.seat`` samples them from the rivals' interests and habits alone (no level
+    one)."""
+    T, K = bot.tables.targets, bot.settings.inner_samples
+    rivals = _rivals(stakes.seat, bot.tables.players)
     keys = np.zeros((rivals.shape[0], K, T), dtype=np.int64)
-    unmirrored = np.int64(0)  # not the literal 0: Numba would compile sample_rival a second time for it
     for i in range(rivals.shape[0]):
-        sample_rival(rng, view, G, rivals[i], K, unmirrored, value_of_card, t, bot, keys[i])
-    return _model_from_rival_bids(pos, view, G, seat, K, rivals, keys, value_of_card, t, bot)
+        sample_rival(rng, view, stakes, rivals[i], bot, keys[i])
+    return _model_from_rival_bids(pos, view, stakes, keys, bot)
 
 
 @jit
-def model_rivals(rng, view, pos, G, seat, K, mirror, t, judgement, bot):
-    """The rivals' bids as ``seat`` samples them (``K`` samples; ``G``: every seat's change in margin per target
+def model_rivals(rng, view, pos, G, bot):
+    """The rivals' bids as we sample them (``samples`` samples; ``G``: every seat's change in margin per target
     won, :func:`gains`): a share ``mirror`` of the samples of each levelled rival (the best armed
     ``mirror_rivals``) is the bid it would plan if it thought as we do (:func:`plan_bid` against rivals sampled
     from their interests); the rest sampled from its interests and habits."""
     view, pos, G = borrowed(view), borrowed(pos), borrowed(G)  # arguments: the caller's for the whole call
-    tokens = view.tokens
+    me, tokens = view.me, view.tokens
+    t, judgement, s = bot.tables, bot.judgement, bot.settings
     T, P, card, token_points, strength = t.targets, t.players, t.card, t.token_points, t.strength
-    mirror_rivals, inner_samples = bot.mirror_rivals, bot.inner_samples
-    inner_max_group, inner_improve = bot.inner_max_group, bot.inner_improve
-    value_of_card = card_value(pos, view, seat, t, judgement) if card >= 0 else 0.0
-    rivals = _rivals(seat, P)
+    K, mirror, mirror_rivals = s.samples, s.mirror, s.mirror_rivals
+    inner = (s.inner_max_group, s.inner_improve)
+    ours = Stakes(G=G, seat=me, card_value=card_value(pos, view, me, t, judgement) if card >= 0 else 0.0)
+    rivals = _rivals(me, P)
     R = rivals.shape[0]
     levelled = np.zeros(P, dtype=np.bool_)
     if mirror:
@@ -1198,15 +1233,16 @@ def model_rivals(rng, view, pos, G, seat, K, mirror, t, judgement, bot):
     for i in range(R):
         j = rivals[i]
         mirrored = np.int64(np.rint(K * mirror)) if levelled[j] else 0
-        sample_rival(rng, view, G, j, K, mirrored, value_of_card, t, bot, keys[i])
+        sample_rival(rng, view, ours, j, bot, keys[i, mirrored:])
         if mirrored:  # level one: the rival plans its bid as we do, against rivals that bid by interest
-            inner = _interest_model(rng, view, pos, G, j, inner_samples, t, judgement, bot)
-            plan = plan_bid(rng, inner, tokens[j], inner_max_group, inner_improve, pos, t)
+            theirs = Stakes(G=G, seat=j, card_value=card_value(pos, view, j, t, judgement) if card >= 0 else 0.0)
+            model = _interest_model(rng, view, pos, theirs, bot)
+            plan = plan_bid(rng, model, tokens[j], inner, pos, t)
             for c in range(T):
                 key = plan[c, 0] * strength[0] + plan[c, 1] * strength[1] + plan[c, 2] * strength[2]
                 for m in range(mirrored):
                     keys[i, m, c] = key
-    return _model_from_rival_bids(pos, view, G, seat, K, rivals, keys, value_of_card, t, bot)
+    return _model_from_rival_bids(pos, view, ours, keys, bot)
 
 
 # --- what a bid is worth ------------------------------------------------------------------------------------------
@@ -1227,9 +1263,11 @@ def count_below(sorted_row, q):
 
 
 @jit(refcounts=False)
-def bid_worth(model, c, f, b, g, pos, t):
-    """What a bid of (f, b, g) on target ``c`` is worth against the sampled rivals' bids (the module's docstring).
-    The Card space: its Gold at the card's value; Scheming: priority over Guy's bid, worth ``scheming_worth``."""
+def bid_worth(model, c, counts, pos, t):
+    """What a bid of ``counts``, (Force, Blackmail, Gold) = (f, b, g), on target ``c`` is worth against the sampled
+    rivals' bids (the module's docstring). The Card space: its Gold at the card's value; Scheming: priority over
+    Guy's bid, worth ``scheming_worth``."""
+    f, b, g = counts
     value, sorted_keys, above, cost = model.value, model.sorted_keys, model.above, model.cost
     vehicle, guy = model.vehicle, model.guy_tokens
     share, value_of_card, guy_risk = model.share, model.card_value, model.guy_risk
@@ -1321,16 +1359,17 @@ def plan_room(bid, counted, max_characters, out):
 
 
 @jit
-def plan_bid(rng, model, tokens, max_group, improve, pos, t):
+def plan_bid(rng, model, tokens, effort, pos, t):
     """Place every token, strongest first, each time on the target (and in the number, at most ``max_group``)
     that adds most value per token, ties broken at random; then move single tokens while that helps (at most
-    ``improve`` moves). At most six characters carry tokens (docs/rules.md §3)."""
+    ``improve`` moves); ``effort``: (max_group, improve). At most six characters carry tokens (docs/rules.md §3)."""
     model, pos = borrowed(model), borrowed(pos)  # arguments: the caller's for the whole call
+    max_group, improve = effort
     T, legal, scheming, max_characters = t.targets, t.legal, t.scheming, t.max_characters
     bid = np.zeros((T, 3), dtype=np.int64)
     current = np.empty(T)
     for c in range(T):
-        current[c] = bid_worth(model, c, bid[c, 0], bid[c, 1], bid[c, 2], pos, t)
+        current[c] = bid_worth(model, c, (bid[c, 0], bid[c, 1], bid[c, 2]), pos, t)
     counted = np.ones(T, dtype=np.bool_)
     if scheming >= 0:
         counted[scheming] = False  # the Scheming space is not one of the six
@@ -1348,7 +1387,7 @@ def plan_bid(rng, model, tokens, max_group, improve, pos, t):
                     if legal[c, k] and room[c]:
                         trial[:] = bid[c]
                         trial[k] += m + 1
-                        gain = bid_worth(model, c, trial[0], trial[1], trial[2], pos, t) - current[c]
+                        gain = bid_worth(model, c, (trial[0], trial[1], trial[2]), pos, t) - current[c]
                         v = gain / (m + 1) + noise[m, c]
                     else:
                         v = NEG
@@ -1356,7 +1395,7 @@ def plan_bid(rng, model, tokens, max_group, improve, pos, t):
                         best, bm, bc = v, m, c
             bid[bc, k] += bm + 1
             left -= bm + 1
-            current[bc] = bid_worth(model, bc, bid[bc, 0], bid[bc, 1], bid[bc, 2], pos, t)
+            current[bc] = bid_worth(model, bc, (bid[bc, 0], bid[bc, 1], bid[bc, 2]), pos, t)
     for _ in range(improve):
         if not _move_one_token(model, bid, counted, pos, t):
             break
@@ -1369,7 +1408,7 @@ def _move_one_token(model, bid, counted, pos, t):
     T, legal, max_characters = t.targets, t.legal, t.max_characters
     current = np.empty(T)
     for c in range(T):
-        current[c] = bid_worth(model, c, bid[c, 0], bid[c, 1], bid[c, 2], pos, t)
+        current[c] = bid_worth(model, c, (bid[c, 0], bid[c, 1], bid[c, 2]), pos, t)
     best = 1e-6
     move_from, move_to, move_k = -1, -1, -1
     gain_add = np.empty(T)
@@ -1385,10 +1424,10 @@ def _move_one_token(model, bid, counted, pos, t):
         for c in range(T):
             trial[:] = bid[c]
             trial[k] += 1
-            gain_add[c] = bid_worth(model, c, trial[0], trial[1], trial[2], pos, t) - current[c]
+            gain_add[c] = bid_worth(model, c, (trial[0], trial[1], trial[2]), pos, t) - current[c]
             if bid[c, k] > 0:
                 trial[k] -= 2
-                gain_take[c] = bid_worth(model, c, trial[0], trial[1], trial[2], pos, t) - current[c]
+                gain_take[c] = bid_worth(model, c, (trial[0], trial[1], trial[2]), pos, t) - current[c]
             else:
                 gain_take[c] = NEG
         for c1 in range(T):
@@ -1474,39 +1513,58 @@ def settings(bot: Any) -> Settings:
     )
 
 
+class Bot(NamedTuple):
+    """A bot as its decisions read it: the variant it plays, where the observation's features start, its parameters
+    and its weights. The entry points take it as plain tuples (:func:`named_bot`)."""
+
+    tables: Tables
+    starts: FeatureStarts
+    settings: Settings
+    judgement: Judgement
+
+
+@jit(inline=True)  # inlined in the entry points, whose arguments these are
+def named_bot(plain):
+    """The :class:`Bot` of ``plain``: its fields as plain tuples (tables, starts, settings, judgement)."""
+    tables, starts, settings, judgement = plain
+    tables, judgement = borrowed(tables), borrowed(judgement)  # the caller's, for the whole call
+    return Bot(Tables(*tables), FeatureStarts(*starts), Settings(*settings), Judgement(*judgement))
+
+
 # --- value --------------------------------------------------------------------------------------------------------
 
 
 @jit
-def value_model(rng, view, pos, t, j, bot):
+def value_model(rng, view, pos, bot):
     """``value``'s model of the rivals' bids: every target worth the change in our margin if we win it, the
     rivals' bids sampled (a share ``mirror`` planned as ours); two players, Guy's terms (:func:`_against_guy`)."""
     view, pos = borrowed(view), borrowed(pos)  # arguments: the caller's for the whole call
-    me, puppet, samples, mirror = view.me, t.puppet, bot.samples, bot.mirror
-    G = gains(pos, changes_if_won(pos, view, t, j), j, t)
-    model = model_rivals(rng, view, pos, G, me, samples, mirror, t, j, bot)
-    if puppet >= 0:
-        model = _against_guy(model, view, t, bot)
+    t, j = bot.tables, bot.judgement
+    G = gains(pos, changes_if_won(pos, view, t, j), j)
+    model = model_rivals(rng, view, pos, G, bot)
+    if t.puppet >= 0:
+        model = _against_guy(model, view, bot)
     return model
 
 
 @jit(inline=True)  # one caller
-def _against_guy(model, view, t, bot):
+def _against_guy(model, view, bot):
     """Two players: Guy may tie or beat our bids (``guy_risk``), and Scheming Gold buys priority over his tokens,
     worth ``priority`` times his strongest tokens."""
     tokens, scheming_gold, round_ = view.tokens, view.scheming_gold, view.round
-    guy = tokens[t.puppet]
-    scheming_worth = bot.priority * (4.0 * guy[FORCE] + 2.0 * guy[BLACKMAIL] + 1.0)
+    puppet, priority, guy_risk = bot.tables.puppet, bot.settings.priority, bot.settings.guy_risk
+    guy = tokens[puppet]
+    scheming_worth = priority * (4.0 * guy[FORCE] + 2.0 * guy[BLACKMAIL] + 1.0)
     rival_scheming = scheming_gold[1] if round_ > 1 else 0
-    return with_guy_terms(model, bot.guy_risk, scheming_worth, rival_scheming)
+    return with_guy_terms(model, guy_risk, scheming_worth, rival_scheming)
 
 
 @jit(inline=True)  # one caller
-def value_bid(rng, view, pos, t, j, bot):
+def value_bid(rng, view, pos, bot):
     """``value``: every token where it adds most expected value against the rivals' sampled bids."""
-    tokens, max_group, improve = view.tokens, bot.max_group, bot.improve
-    model = value_model(rng, view, pos, t, j, bot)
-    return plan_bid(rng, model, tokens[0], max_group, improve, pos, t)
+    tokens, effort = view.tokens, (bot.settings.max_group, bot.settings.improve)
+    model = value_model(rng, view, pos, bot)
+    return plan_bid(rng, model, tokens[0], effort, pos, bot.tables)
 
 
 # --- bargain ------------------------------------------------------------------------------------------------------
@@ -1552,15 +1610,15 @@ def _win_chances(model, held, t):
 
 
 @jit(inline=True)  # one caller
-def bargain_bid(rng, view, pos, t, j, bot):
+def bargain_bid(rng, view, pos, bot):
     """``bargain``: the characters it is ``sure`` to win at the lowest price, best value per point first; one Gold
     on each neglected character; what is left on the Printer or its best bid."""
-    me, tokens = view.me, view.tokens
+    tokens = view.tokens
+    t, j, printer_bonus, sure_share = bot.tables, bot.judgement, bot.settings.printer_bonus, bot.settings.sure
     T, C, printer, card, scheming = t.targets, t.n_characters, t.printer, t.card, t.scheming
     legal, tp = t.legal, t.token_points
-    samples, mirror, printer_bonus, sure_share = bot.samples, bot.mirror, bot.printer_bonus, bot.sure
-    G = gains(pos, changes_if_won(pos, view, t, j), j, t)
-    model = model_rivals(rng, view, pos, G, me, samples, mirror, t, j, bot)
+    G = gains(pos, changes_if_won(pos, view, t, j), j)
+    model = model_rivals(rng, view, pos, G, bot)
     K, top, model_value, value_of_card = model.samples, model.top, model.value, model.card_value
     value = np.empty(T)
     for c in range(T):
@@ -1643,17 +1701,18 @@ def bargain_bid(rng, view, pos, t, j, bot):
 
 
 @jit(inline=True)  # one caller
-def area_bid(rng, view, pos, t, j, bot):
+def area_bid(rng, view, pos, bot):
     """``area``: each character valued mostly by its cube (our area points against the rival who would gain most
     from it, more the fuller the area), the Spy and the Apothecary by their best move, more as the board fills;
     the bid planned on the ``focus`` most valuable targets alone."""
     me, tokens, free, add = view.me, view.tokens, view.free, pos.add
+    t, j, s = bot.tables, bot.judgement, bot.settings
     S, T, C, A = t.seats, t.targets, t.n_characters, t.areas
     spy, apothecary, puppet = t.spy, t.apothecary, t.puppet
     legal, char_area, spaces = t.legal, t.char_area, t.spaces
-    samples, mirror, focus, max_group, improve = bot.samples, bot.mirror, bot.focus, bot.max_group, bot.improve
+    focus, effort, guy_risk = s.focus, (s.max_group, s.improve), s.guy_risk
     D = changes_if_won(pos, view, t, j)
-    G = gains(pos, D, j, t)
+    G = gains(pos, D, j)
     area_part = np.zeros(T)
     fill = np.empty(A)
     for a in range(A):
@@ -1662,10 +1721,10 @@ def area_bid(rng, view, pos, t, j, bot):
     for c in range(C):
         a = char_area[c]
         if a >= 0 and free[a] > 0:
-            mine = gain(pos, add[a, 0], me, j, t, buf)
+            mine = gain(pos, add[a, 0], me, j, buf)
             least = np.inf  # the rival who would gain most from the cube
             for r in range(1, S):
-                least = min(least, gain(pos, add[a, r], me, j, t, buf))
+                least = min(least, gain(pos, add[a, r], me, j, buf))
             area_part[c] = (mine - least) * (1.0 + fill[a])
     late = 0.5 + float(pairwise_sum(fill) / A)
     for c in (spy, apothecary):
@@ -1677,7 +1736,7 @@ def area_bid(rng, view, pos, t, j, bot):
     G2 = G.copy()
     for c in range(T):
         G2[c, 0, 0] = value[c]
-    model = model_rivals(rng, view, pos, G2, me, samples, mirror, t, j, bot)
+    model = model_rivals(rng, view, pos, G2, bot)
     order = stable_order(-value)
     blocked = np.ones(T, dtype=np.bool_)
     for i in range(min(focus, T)):
@@ -1689,23 +1748,23 @@ def area_bid(rng, view, pos, t, j, bot):
         if blocked[c]:
             model_value[c] = 0.0
     if puppet >= 0:
-        model = with_guy_terms(model, bot.guy_risk, model.scheming_worth, model.rival_scheming)
-    return plan_bid(rng, model, tokens[0], max_group, improve, pos, t)
+        model = with_guy_terms(model, guy_risk, model.scheming_worth, model.rival_scheming)
+    return plan_bid(rng, model, tokens[0], effort, pos, t)
 
 
 # --- the cubes: the Spy, the Apothecary, a Remove card ------------------------------------------------------------
 
 
 @jit(inline=True)  # one caller
-def cube_choice(rng, kind, view, pos, mask, t, j, bot):
+def cube_choice(rng, view, pos, mask, bot):
     """Spy, Apothecary (both picks) and Remove: the legal choice that raises our margin most (the Apothecary's
     first pick at its best swap), ties broken at random; decline where allowed when no choice gains more than
     ``decline_below``."""
-    me, for_puppet = view.me, view.for_puppet
+    kind, me, for_puppet = view.decision, view.me, view.for_puppet
     a1, s1 = view.apothecary_first  # the Apothecary's first cube (second pick)
     move, movable = pos.move, pos.movable
+    t, j, decline_below = bot.tables, bot.judgement, bot.settings.decline_below
     S, A, puppet = t.seats, t.areas, t.puppet
-    decline_below = bot.decline_below
     gain_of = np.empty((A, S))
     gain_of[:] = NEG
     buf = np.empty(S)
@@ -1719,7 +1778,7 @@ def cube_choice(rng, kind, view, pos, mask, t, j, bot):
                     for a2 in range(A):
                         if may_swap(movable, a, v, s2, a2):
                             swap_change(move, a, v, s2, a2, change)
-                            gain_of[a, v] = max(gain_of[a, v], gain(pos, change, me, j, t, buf))
+                            gain_of[a, v] = max(gain_of[a, v], gain(pos, change, me, j, buf))
     else:
         for a in range(A):
             for v in range(S):
@@ -1727,14 +1786,14 @@ def cube_choice(rng, kind, view, pos, mask, t, j, bot):
                     continue
                 if kind == K_SPY:
                     owner = puppet if for_puppet else me
-                    gain_of[a, v] = gain(pos, move[a, v, owner], me, j, t, buf)
+                    gain_of[a, v] = gain(pos, move[a, v, owner], me, j, buf)
                 elif kind == K_REMOVE:
-                    removal_change(pos, view, a, v, t, j, change)
-                    gain_of[a, v] = gain(pos, change, me, j, t, buf)
+                    removal_change(pos, view, (a, v), t, j, change)
+                    gain_of[a, v] = gain(pos, change, me, j, buf)
                 else:  # the Apothecary's second cube: the first pick's owner s1 swaps with v
                     for x in range(S + 1):
                         change[x] = move[a1, s1, v, x] + move[a, v, s1, x]
-                    gain_of[a, v] = gain(pos, change, me, j, t, buf)
+                    gain_of[a, v] = gain(pos, change, me, j, buf)
     noise = rng.random((A, S)) * 1e-9
     best, ba, bv = NEG, 0, 0
     for a in range(A):
@@ -1811,14 +1870,15 @@ def _guy_open(bids, t):
 
 
 @jit(inline=True)  # one caller
-def guy_bid(rng, view, pos, mask, t, j):
+def guy_bid(rng, view, pos, mask, bot):
     """Place one bid for Guy: the option with the best change in our margin once the opponent has answered with
     its own best placement (two plies; its options are ours seen from its seat); pass where allowed if nothing
     beats passing."""
     bids, guy_bids = view.bids, view.guy_bids
+    t, j = bot.tables, bot.judgement
     guy = view.tokens[t.puppet]
     C, guy_legal = t.n_characters, t.guy_legal
-    G = gains(pos, changes_if_won(pos, view, t, j), j, t)
+    G = gains(pos, changes_if_won(pos, view, t, j), j)
     tokens, value = _guy_options(view, guy, G, t)
     n_opt = 4 * C
     open_ = _guy_open(bids, t)
@@ -1869,39 +1929,39 @@ def guy_bid(rng, view, pos, mask, t, j):
 
 
 @jit
-def _decide_row(rng, kind, view, pos, mask, action, t, j, bot):
-    """One row's decision into ``action`` (zeroed), ``kind`` being a decision. A function of its own, not inlined,
+def _decide_row(rng, view, pos, mask, action, bot):
+    """One row's decision into ``action`` (zeroed), the row waiting for one. A function of its own, not inlined,
     so that the row's own arrays (``view``, ``pos``), which its caller holds for the whole call, are borrowed here
     by everything the decision calls (``common.jit.borrowed``: no reference counted per call)."""
     view, pos = borrowed(view), borrowed(pos)
+    kind, style, block, T = view.decision, bot.settings.style, bot.tables.block, bot.tables.targets
     if kind == K_BID:
-        if bot.style == VALUE:
-            bid = value_bid(rng, view, pos, t, j, bot)
-        elif bot.style == BARGAIN:
-            bid = bargain_bid(rng, view, pos, t, j, bot)
+        if style == VALUE:
+            bid = value_bid(rng, view, pos, bot)
+        elif style == BARGAIN:
+            bid = bargain_bid(rng, view, pos, bot)
         else:
-            bid = area_bid(rng, view, pos, t, j, bot)
+            bid = area_bid(rng, view, pos, bot)
         for k in range(3):  # Codec.action_from_bid: each type's tokens in target order
-            d = t.block[k]
-            for c in range(t.targets):
+            d = block[k]
+            for c in range(T):
                 for _ in range(bid[c, k]):
                     action[d] = c
                     d += 1
     elif kind == K_GUY:
-        action[0] = guy_bid(rng, view, pos, mask, t, j)
+        action[0] = guy_bid(rng, view, pos, mask, bot)
     else:
-        action[0] = cube_choice(rng, kind, view, pos, mask, t, j, bot)
+        action[0] = cube_choice(rng, view, pos, mask, bot)
 
 
 @jit
-def decide_rows(rng, observations, masks, tables, starts, settings, judgement, actions):
+def decide_rows(rng, observations, masks, plain, actions):
     """The bot's decision for each row of ``observations`` with ``masks``, in order, into ``actions``, drawing from
     ``rng``. Returns how many rows broke the mask and played the legal default instead (never expected).
-    ``tables``, ``starts``, ``settings``, ``judgement``: the fields of :class:`Tables`,
-    :class:`FeatureStarts`, :class:`Settings`, :class:`Judgement` as plain tuples."""
+    ``plain``: the :class:`Bot` as plain tuples (:func:`named_bot`)."""
     observations, masks, actions = borrowed(observations), borrowed(masks), borrowed(actions)  # the caller's, for
-    tables, judgement = borrowed(tables), borrowed(judgement)  # the whole call: no reference counted for them
-    t, at, bot, j = Tables(*tables), FeatureStarts(*starts), Settings(*settings), Judgement(*judgement)
+    bot = named_bot(plain)  # the whole call: no reference counted for them
+    t, at, j = bot.tables, bot.starts, bot.judgement
     D, offsets = t.dims, t.offsets
     fallbacks = 0
     for row in range(observations.shape[0]):
@@ -1912,7 +1972,7 @@ def decide_rows(rng, observations, masks, tables, starts, settings, judgement, a
         kind = view.decision
         if kind == K_NONE:
             continue
-        _decide_row(rng, kind, view, appraise(view, t, j), mask, action, t, j, bot)
+        _decide_row(rng, view, appraise(view, t, j), mask, action, bot)
         legal = True
         for d in range(D):
             legal = legal and mask[offsets[d] + action[d]] != 0
@@ -1930,20 +1990,22 @@ def decide_rows(rng, observations, masks, tables, starts, settings, judgement, a
 
 
 @jit
-def value_per_sample(rng, observation, bids, tables, starts, settings, judgement, out):
+def value_per_sample(rng, observation, bids, plain, out):
     """What each bid of ``bids`` (n, T, 3) is worth against each of ``value``'s samples of the rivals' bids in
     ``observation`` (drawn from ``rng``), into ``out`` (n, K); and, returned, what :func:`bid_worth`
-    expects of each, summed over the targets (the same averaged over the samples)."""
-    t, at, bot, j = Tables(*tables), FeatureStarts(*starts), Settings(*settings), Judgement(*judgement)
+    expects of each, summed over the targets (the same averaged over the samples). ``plain``: the :class:`Bot` as
+    plain tuples."""
+    bot = named_bot(plain)
+    t, at, j = bot.tables, bot.starts, bot.judgement
     view = read_view(observation, t, at)
     pos = appraise(view, t, j)
-    model = value_model(rng, view, pos, t, j, bot)
+    model = value_model(rng, view, pos, bot)
     values_per_sample(model, bids, pos, t, out)
     expected = np.zeros(bids.shape[0])
     row = np.empty(t.targets)
     for i in range(bids.shape[0]):
         for c in range(t.targets):
-            row[c] = bid_worth(model, c, bids[i, c, 0], bids[i, c, 1], bids[i, c, 2], pos, t)
+            row[c] = bid_worth(model, c, (bids[i, c, 0], bids[i, c, 1], bids[i, c, 2]), pos, t)
         expected[i] = pairwise_sum(row)
     return expected
 

@@ -23,7 +23,7 @@ The scalar path remains for what the batched path does not play: the token actio
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -41,6 +41,14 @@ from revolution_env.env.encoding import Codec
 from revolution_env.env.observation import ObservationLayout
 
 BATCHABLE = (RandomAgent, HeuristicBot, PolicyAgent)
+
+
+class Players(NamedTuple):
+    """Who plays each seat of each game of a batch."""
+
+    tasks: Sequence[Any]  # each game's GameTask: its seed, its agents' names
+    agents: list[list[Agent]]  # [game][seat]: the seat's loaded agent
+    forks: list[list[Agent]]  # [game][seat]: its copy for the game, reset as GameRunner resets it
 
 
 def _batchable(agent: Agent) -> bool:
@@ -70,9 +78,9 @@ def play_batched(
     n, P = len(tasks), layout.players
     seeds = np.array([t.seed for t in tasks], dtype=np.int64)
     game = BatchedGame(layout, n, seeds=seeds)
-    # each (game, seat): its own copy of the seat's agent, reset as GameRunner resets it for that game
     base = [[agents[(name, spec)] for name, spec in zip(t.names, t.specs)] for t in tasks]
     forks = [[a.fork(agent_seed(int(t.seed), s)) for s, a in enumerate(row)] for t, row in zip(tasks, base)]
+    players = Players(tasks, base, forks)
     coins = None
     if layout.scheming >= 0:  # D9's coin: the scalar engine's first stream of the game's seed
         coins = [seed_stream(int(s), COIN_STREAM) for s in seeds]
@@ -84,7 +92,7 @@ def play_batched(
             bids = np.zeros((len(bidding), P, codec.T, 3), dtype=np.int64)
             for seat in range(P):
                 seats = np.full(len(bidding), seat)
-                actions = _actions(view, game, bidding, seats, K.K_BID, base, forks, tasks)
+                actions = _actions(view, game, bidding, seats, K.K_BID, players)
                 bids[:, seat] = view.bid_counts(actions, game.tokens[bidding, seat])
             priority = None
             if coins is not None:
@@ -98,7 +106,7 @@ def play_batched(
             values = np.zeros(len(choosing), dtype=np.int64)
             for k in np.unique(kinds).tolist():
                 rows = np.flatnonzero(kinds == k)
-                actions = _actions(view, game, choosing[rows], seats[rows], k, base, forks, tasks)
+                actions = _actions(view, game, choosing[rows], seats[rows], k, players)
                 values[rows] = view.engine_choices(actions[:, 0], seats[rows], kinds[rows])
             game.choose(choosing, values)
     records = game.snapshot(everyone)
@@ -120,8 +128,8 @@ def play_batched(
     return results
 
 
-def _actions(view, game, games, seats, kind, base, forks, tasks) -> np.ndarray:
-    """The actions (n, D) of the agents in ``seats`` of ``games``, all facing decision ``kind``: a policy's in one
+def _actions(view, game, games, seats, kind, players: Players) -> np.ndarray:
+    """The actions (n, D) of the ``players`` in ``seats`` of ``games``, all facing decision ``kind``: a policy's in one
     forward pass per agent (a mixture's too, where its draw picks the policy; a sampling policy then draws each
     game's action from that game's stream), every other agent's game by game (its own random stream)."""
     kinds = np.full(len(games), kind, dtype=np.int64)
@@ -130,7 +138,7 @@ def _actions(view, game, games, seats, kind, base, forks, tasks) -> np.ndarray:
     info = {"decision": Decision(int(kind)), "illegal_action": 0}
     shared: dict[int, tuple[PolicyAgent, list[int], list[PolicyAgent]]] = {}
     for j, (g, s) in enumerate(zip(games.tolist(), seats.tolist())):
-        agent, fork = base[g][s], forks[g][s]
+        agent, fork = players.agents[g][s], players.forks[g][s]
         if isinstance(agent, MetaAgent):  # the member this game's fork drew for the whole game
             agent, fork = agent.agents[fork.current], fork.agents[fork.current]
         if isinstance(agent, MixtureAgent):  # the component that decides here, drawn from this game's stream
@@ -152,9 +160,9 @@ def _actions(view, game, games, seats, kind, base, forks, tasks) -> np.ndarray:
     legal = view.legal(actions, masks)
     if not legal.all():
         j = int(np.flatnonzero(~legal)[0])
-        g, s = int(games[j]), int(seats[j])
+        task, s = players.tasks[int(games[j])], int(seats[j])
         why = view.codec._why(actions[j], masks[j].view(np.int8), Decision(int(kind)))
         raise IllegalMoveError(
-            f"agent {tasks[g].names[s]!r} (seat {s}) played an illegal action (game seed {tasks[g].seed}): {why}"
+            f"agent {task.names[s]!r} (seat {s}) played an illegal action (game seed {task.seed}): {why}"
         )
     return actions

@@ -8,6 +8,7 @@ runs (``revolution eval`` resumes an interrupted one, :mod:`.journal`), gives th
 from __future__ import annotations
 
 import contextlib
+import inspect
 import itertools
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -419,19 +420,6 @@ def lineup_tournament(
     return Tournament("lineup", names, len(specs), games, seed, options, tasks)
 
 
-def evaluate_lineup(
-    specs: Sequence[str],
-    games: int,
-    seed: int = 0,
-    env_options: Mapping[str, Any] | None = None,
-    workers: int | None = None,
-    progress: bool | None = None,
-    ray_address: str | None = None,
-) -> Evaluation:
-    """``games`` games of one lineup (one spec per player), rotated over every seat order."""
-    return lineup_tournament(specs, games, seed, env_options).play(workers, progress, ray_address)
-
-
 def pool_lineups(names: Sequence[str], players: int) -> list[tuple[str, ...]]:
     """The round robin: every lineup of ``players`` distinct pool members."""
     return list(itertools.combinations(names, players))
@@ -452,20 +440,6 @@ def pool_tournament(
     for lineup in pool_lineups(list(names), players):
         tasks += lineup_tasks(lineup, [names[n] for n in lineup], games, seed, start=len(tasks))
     return Tournament("pool", names, players, games, seed, options, tasks)
-
-
-def evaluate_pool(
-    specs: Sequence[str],
-    players: int,
-    games: int,
-    seed: int = 0,
-    env_options: Mapping[str, Any] | None = None,
-    workers: int | None = None,
-    progress: bool | None = None,
-    ray_address: str | None = None,
-) -> Evaluation:
-    """A round robin (:func:`pool_tournament`): statistics per agent and a head-to-head matrix."""
-    return pool_tournament(specs, players, games, seed, env_options).play(workers, progress, ray_address)
 
 
 def gauntlet_tables(opponents: Sequence[str], players: int) -> list[tuple[str, ...]]:
@@ -548,23 +522,49 @@ def gauntlet_tournament(
                       held_out_names)  # fmt: skip
 
 
-def evaluate_gauntlet(
-    agent: str,
-    opponents: Sequence[str],
-    players: int,
-    games: int,
-    seed: int = 0,
-    env_options: Mapping[str, Any] | None = None,
-    workers: int | None = None,
-    progress: bool | None = None,
-    ray_address: str | None = None,
-    held_out: Sequence[str] = (),
-) -> Evaluation:
+# --- the tournaments played -----------------------------------------------------------------------------------
+
+# Tournament.play's parameters, with their annotations: how many processes, a progress bar, a Ray cluster
+PLAYED_BY = {"workers": "int | None", "progress": "bool | None", "ray_address": "str | None"}
+
+
+def _played(tournament: Callable[..., Tournament], name: str, doc: str) -> Callable[..., Evaluation]:
+    """The function ``name`` that plays the games of ``tournament(...)`` (:meth:`Tournament.play`): it takes the
+    tournament's parameters, with ``workers``, ``progress`` and ``ray_address`` after ``env_options``."""
+    made = inspect.signature(tournament)
+    params = list(made.parameters.values())
+    at = list(made.parameters).index("env_options") + 1
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    where = [inspect.Parameter(p, kind, default=None, annotation=a) for p, a in PLAYED_BY.items()]
+    signature = made.replace(parameters=params[:at] + where + params[at:], return_annotation="Evaluation")
+
+    def evaluate(*args: Any, **kwargs: Any) -> Evaluation:
+        arguments = signature.bind(*args, **kwargs).arguments
+        by = [arguments.pop(p, None) for p in PLAYED_BY]
+        return tournament(**arguments).play(*by)
+
+    evaluate.__name__ = evaluate.__qualname__ = name
+    evaluate.__doc__, evaluate.__signature__ = doc, signature  # type: ignore[attr-defined]
+    return evaluate
+
+
+evaluate_lineup = _played(
+    lineup_tournament,
+    "evaluate_lineup",
+    """``games`` games of one lineup (one spec per player), rotated over every seat order.""",
+)
+evaluate_pool = _played(
+    pool_tournament,
+    "evaluate_pool",
+    """A round robin (:func:`pool_tournament`): statistics per agent and a head-to-head matrix.""",
+)
+evaluate_gauntlet = _played(
+    gauntlet_tournament,
+    "evaluate_gauntlet",
     """``agent`` against every table of ``opponents`` (:func:`gauntlet_tables`), ``games`` games per table, each
     rotated over every seat order. The headline is the agent's worst table: robustness, not an average.
 
     ``held_out``: opponents no training run may use (docs/heldout.md), whose tables are played the same way after
     the others' (so that the others' games are those of a gauntlet without them) and reported apart, with their
-    own worst table (``Evaluation.held_out``)."""
-    tournament = gauntlet_tournament(agent, opponents, players, games, seed, env_options, held_out)
-    return tournament.play(workers, progress, ray_address)
+    own worst table (``Evaluation.held_out``).""",
+)
