@@ -137,7 +137,7 @@ def test_load_critic_copies_a_checkpoints_value_network_and_refuses_what_does_no
 
 def test_a_run_iterates_fits_resumes_and_refuses_what_it_cannot_do(start, tmp_path):
     config, policy = start
-    config = config.replace(evaluation={"every": 1, "games": 4, "opponents": ["random", "self"]})
+    config = config.replace(evaluation={"every": 1, "games": 4, "opponents": ["random", "self"], "sample": True})
     iterate = IterateConfig(start=policy, iterations=1, games=2, search=SEARCH, samples=2, chunk=1, epochs=1,
                             batch_size=64)  # fmt: skip
     out = tmp_path / "run"
@@ -149,7 +149,8 @@ def test_a_run_iterates_fits_resumes_and_refuses_what_it_cannot_do(start, tmp_pa
     changed = [not np.array_equal(new["policy"]["state_dict"][k].numpy(), old["policy"]["state_dict"][k].numpy())
                for k in old["policy"]["state_dict"]]  # fmt: skip
     assert any(changed)  # the fit moved the actor
-    assert new["policy"]["critic"] is not None
+    assert new["policy"]["critic"] is not None and new["policy"]["play"] == "sample"  # fitted to mix: it samples
+    assert set(state["start"]) == {"random", "self"}  # the start evaluated, to compare with
     with pytest.raises(ValueError, match="already holds"):
         run_iterate(config, iterate, out, say=lambda line: None)
     # a run killed in its second iteration's games, one chunk of two saved: --resume plays only the other

@@ -23,7 +23,10 @@ fit-critic CHECKPOINT --out ...``). Each iteration ``k``:
    equilibrium value at its bid decisions (the payoffs' expectation under the strategies) and to its final reward
    at the others. The result is ``policy_{k+1}.pt``.
 3. **Evaluation.** ``policy_{k+1}`` against the config's ``evaluation.opponents`` (``self`` a mirror table), as a
-   training run evaluates; ``best.pt`` keeps the best by ``evaluation.best_by``.
+   training run evaluates (the start too, before the first iteration); ``best.pt`` keeps the best iteration by
+   ``evaluation.best_by``. A policy fitted to mixed strategies is meant to be sampled: with a factorised bid head
+   its argmax takes each token's likeliest target on its own, which can be a bid no strategy played
+   (``evaluation.sample: true`` evaluates it sampling).
 
 ``iterate.json`` records every iteration (games, rows, the search's time, how often two seats' strategies are
 pure, the fit, the evaluation) and is written atomically after each step: ``--resume`` continues where a kill
@@ -317,7 +320,10 @@ def fit_policy(config: Any, iterate: IterateConfig, policy: str, demos: Any, fol
         imitation={"epochs": iterate.epochs, "batch_size": iterate.batch_size, "learning_rate": iterate.learning_rate}
     )
     score = clone(model, demos, fit_config)
-    new = make_checkpoint(policy_from_sb3(sb3, config.policy.activation), config.env_options(), config.to_dict(),
+    fitted = policy_from_sb3(sb3, config.policy.activation)
+    if config.evaluation.sample:  # as a training run's checkpoints: a policy meant to mix plays sampling
+        fitted["play"] = "sample"
+    new = make_checkpoint(fitted, config.env_options(), config.to_dict(),
                           step=int(checkpoint.get("step", 0)) + len(demos), wall_time=0.0,
                           origin={"path": policy, "step": int(checkpoint.get("step", 0))})  # fmt: skip
     return new, score
@@ -394,6 +400,11 @@ def run_iterate(config: Any, iterate: IterateConfig, out: str | Path, resume: bo
 
     save()
     (out / "scratch").mkdir(exist_ok=True)
+    if config.evaluation.every and "start" not in state:  # the start's figures, to compare the iterations with
+        state["start"] = evaluate(config, read_checkpoint(out / "policy_000.pt"), 0, out / "scratch")
+        shown = ", ".join(f"{b} {r:.2f}" for b, r in state["start"].items())
+        say(f"iterate: the start: win rate vs {shown}")
+        save()
     while len(state["iterations"]) < iterate.iterations:
         k = len(state["iterations"])
         policy = str(out / f"policy_{k:03d}.pt")
