@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 import revolution_env
+from revolution_env.arena.selfplay import SelfPlayVectorEnv
+from revolution_env.arena.vector import RevolutionVectorEnv
 from revolution_env.engine.game import Decision
 from tests.test_vector_env import random_actions
 
@@ -199,7 +201,9 @@ def test_bad_learner_seats_are_one_clear_line(kwargs: dict, message: str) -> Non
 
 
 def test_every_seat_the_learner_plays_what_the_self_play_env_plays() -> None:
-    """``learner_seats=players``: the self-play env's games, row for row, for the same seed and actions."""
+    """``learner_seats=players`` (seats set as each game starts) plays the self-play env's games (seats in order
+    from construction), row for row, for the same seed and actions; the self-play env is that env."""
+    assert issubclass(SelfPlayVectorEnv, RevolutionVectorEnv)
     mine = revolution_env.vector_env(3, players=3, learner_seats=3)
     theirs = revolution_env.selfplay_vector_env(3, players=3)
     a, _ = mine.reset(seed=7)

@@ -91,7 +91,8 @@ def _is_random(agent: Any) -> bool:
 class RevolutionVectorEnv(BatchedVectorEnv):
     """``num_envs`` single-agent games of Revolution! stepped in batch. See the module documentation."""
 
-    every_seat = False  # one row per game: the learner's seat
+    every_seat = False  # a row per learner seat: learner_seats of each game (True: every seat, the self-play env)
+    count = "num_envs"  # the number of games, in messages
     title = "vector env"
     renders = "revolution_env.env or gym_env"
 
@@ -109,7 +110,8 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         options = dict(options, players=players)
         if isinstance(learner_seats, bool) or not isinstance(learner_seats, (int, np.integer)) or learner_seats < 1:
             raise ValueError(f"learner_seats: expected a positive integer, got {learner_seats!r}")
-        super().__init__(num_envs, "num_envs", options, mask_in_obs, keep_finished, per_game=int(learner_seats))
+        per_game = None if self.every_seat else int(learner_seats)  # None: every seat
+        super().__init__(num_envs, self.count, options, mask_in_obs, keep_finished, per_game=per_game)
         opponent_threads()  # a REVOLUTION_THREADS that is no number of threads fails here, named
         G, P, k = self.num_games, self.players, self.per_game
         if k > P:

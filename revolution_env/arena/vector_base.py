@@ -1,8 +1,8 @@
-"""What the two learner vector envs on the batched engine share: ``vector_env`` (``arena.vector``: the learner in one
-seat of each game, opponents in the others) and ``selfplay_vector_env`` (``arena.selfplay``: every seat of every
-game the learner).
+"""The step of the learner vector env on the batched engine, ``vector_env`` (``arena.vector``: the learner in one or
+more seats of each game, opponents in the others), apart from what goes into the games; ``selfplay_vector_env``
+(``arena.selfplay``: every seat of every game the learner) is that env with every seat the learner's.
 
-Both are a ``gymnasium.vector.VectorEnv`` whose rows are seats of the games of one
+It is a ``gymnasium.vector.VectorEnv`` whose rows are seats of the games of one
 :class:`~revolution_env.engine.batched.BatchedGame`: row ``r`` is seat ``row_seat[r]`` of game ``row_game[r]``.
 :class:`BatchedVectorEnv` holds the game, the learner's action mode (``env.modes``, in its batched form, one row
 per learner seat), the batched observations (``env.batched.BatchedView``), and the step around what differs: the
