@@ -131,7 +131,9 @@ def test_the_learner_seats_are_drawn_per_game_and_the_rows_conserve_games(player
         for g in range(6):
             assert set(np.flatnonzero(env.opponent_of[g] == -1).tolist()) == set(seats[g].tolist())
             combos.add(tuple(seats[g].tolist()))
+        kinds, made = env.decisions, env.decisions_made
         _, rewards, terminated, truncated, info = env.step(random_actions(env, rng))
+        assert env.decisions_made - made == (kinds != Decision.NONE).sum()  # the rows that decided, no waiting one
         done = (terminated | truncated).reshape(6, k)
         assert (done.all(1) | ~done.any(1)).all()
         ended_rows += int(done.sum())
@@ -147,6 +149,17 @@ def test_the_learner_seats_are_drawn_per_game_and_the_rows_conserve_games(player
             np.testing.assert_array_equal(rewards[g * k : (g + 1) * k], np.where(won, 1.0, -1.0))
     assert ended_rows == k * ended_games and ended_games >= 6
     assert combos == set(itertools.combinations(range(players), k))
+
+
+def test_one_learner_seat_counts_its_decisions_in_the_step_in_one_pass_too() -> None:
+    """Every opponent random: the step decides and observes in one pass (``_decide_and_observe``); each row, one
+    per game, decides at every step."""
+    env = revolution_env.vector_env(5, players=3, opponents="random")
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for step in range(1, 31):
+        env.step(random_actions(env, rng))
+        assert env.decisions_made == 5 * step
 
 
 @pytest.mark.parametrize("action_mode", ["bid", "tokens"])

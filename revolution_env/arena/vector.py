@@ -270,7 +270,10 @@ class RevolutionVectorEnv(BatchedVectorEnv):
             self._pace.took(now - self._step_start)
         self._step_start = now
         self._threads = self._pace.next()
-        return super().step(actions)
+        kinds = self._kinds  # the decisions of this step (the step observes the next ones into a new array)
+        out = super().step(actions)
+        self.decisions_made += int((kinds != K.K_NONE).sum())
+        return out
 
     def close_extras(self, **kwargs: Any) -> None:
         self._drop_early()
@@ -341,7 +344,6 @@ class RevolutionVectorEnv(BatchedVectorEnv):
     def _decide(self, actions: np.ndarray, kinds: np.ndarray, playing: np.ndarray) -> None:
         """The learner's bids (with its opponents', once the learner's bids of the game are complete) and other
         decisions; opponents then play until the learner is asked again."""
-        self.decisions_made += int((kinds != K.K_NONE).sum())
         self._collect_early()  # the opponents' early bids, before anything changes a game
         if self.tokens is None:
             games, bids, values = self._read(kinds, playing)
