@@ -885,11 +885,12 @@ def test_init_from_through_the_cli(finished_run, tmp_path):
 
 def flat_form(config: TrainConfig) -> dict:
     """``config`` as a run folder stored it before the sections: one flat mapping (``revolution_training.config.FLAT``
-    names each key's place now)."""
-    from revolution_training.config import FLAT, dotted
+    names each key's place now); a section's field added since (no flat key) is left out, as those folders lack it."""
+    from revolution_training.config import FLAT, SECTIONS, dotted
 
     place = {path: key for key, path in FLAT.items()}
-    return {place.get(path, path): value for path, value in dotted(config.to_dict()).items()}
+    fields = dotted(config.to_dict()).items()
+    return {place.get(path, path): v for path, v in fields if path in place or path.split(".")[0] not in SECTIONS}
 
 
 def test_a_run_folder_from_before_the_sections_resumes_and_starts_another(finished_run, tmp_path):
