@@ -32,16 +32,18 @@ __version__ = "0.1.0"  # the one version: pyproject.toml reads it from here (set
 
 
 def vector_env(num_envs: int, players: int = 3, opponents=None, seat=None, **options):
-    """``num_envs`` games stepped in batch, the learner at one seat of each: a ``gymnasium.vector.VectorEnv`` on the
-    batched engine (its loops compiled by Numba where it is installed, the ``fast`` extra).
+    """``num_envs`` games stepped in batch, the learner at one seat of each (or more): a
+    ``gymnasium.vector.VectorEnv`` on the batched engine (its loops compiled by Numba where it is installed, the
+    ``fast`` extra).
 
     ``opponents`` are what :func:`gym_env` takes, played in batch: ``random``, the heuristics (compiled),
     checkpoints (one forward pass a step), or a league object choosing each new game's opponents. ``seat`` is the
-    learner's seat, or ``None`` to draw it per game. Other options: ``mask_in_obs``, ``keep_finished`` (finished
-    games kept for ``pop_finished()``, which hands them back as scenarios that ``revolution scenario`` replays) and
-    the options of :func:`env`. Finished games reset themselves in the same step (``info["final_obs"]``);
-    ``action_masks()`` is a bool array of shape ``(num_envs, sum(nvec))``. docs/environment.md §5 "Vectorised"
-    says more.
+    learner's seat, or ``None`` to draw it per game. ``learner_seats=k``: the learner at k seats of each game (drawn
+    per game), each a row (``num_envs * k`` rows), the opponents at the others. Other options: ``mask_in_obs``,
+    ``keep_finished`` (finished games kept for ``pop_finished()``, which hands them back as scenarios that
+    ``revolution scenario`` replays) and the options of :func:`env`. Finished games reset themselves in the same
+    step (``info["final_obs"]``); ``action_masks()`` is a bool array of shape ``(num_envs, sum(nvec))``.
+    docs/environment.md §5 "Vectorised" says more.
 
     Imported on first use, so that ``import revolution_env`` does not load the batched engine (and Numba).
     """

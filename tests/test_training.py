@@ -153,6 +153,14 @@ def test_experiment_configs_load(path):
             "league.opponent_sampling, league.p_latest, league.p_past from the config, or set selfplay.enabled: false",
         ),
         ("selfplay: {enabled: true}\nenv_backend: subprocess", "selfplay.enabled: pure self-play runs on the batched"),
+        ("league: {learner_seats: 0}", "league.learner_seats: expected a positive integer up to 1e+12, got 0"),
+        (
+            "league: {learner_seats: 3}",
+            "league.learner_seats: expected 1 to 2, the seats of a 3-player game less one for the league, got 3 "
+            "(every seat the learner: selfplay.enabled: true)",
+        ),
+        ("league: {learner_seats: 2}\nenv_backend: subprocess", "league.learner_seats: more than one learner seat"),
+        ("selfplay: {enabled: true}\nleague: {learner_seats: 2}", "drop league.learner_seats from the config"),
         ("imitation: {selfplay: yes please}", "imitation.selfplay: expected true or false"),
         (
             "imitation: {selfplay: true}\npolicy: {action_mode: tokens}",
@@ -877,11 +885,12 @@ def test_init_from_through_the_cli(finished_run, tmp_path):
 
 def flat_form(config: TrainConfig) -> dict:
     """``config`` as a run folder stored it before the sections: one flat mapping (``revolution_training.config.FLAT``
-    names each key's place now)."""
-    from revolution_training.config import FLAT, dotted
+    names each key's place now); a section's field added since (no flat key) is left out, as those folders lack it."""
+    from revolution_training.config import FLAT, SECTIONS, dotted
 
     place = {path: key for key, path in FLAT.items()}
-    return {place.get(path, path): value for path, value in dotted(config.to_dict()).items()}
+    fields = dotted(config.to_dict()).items()
+    return {place.get(path, path): v for path, v in fields if path in place or path.split(".")[0] not in SECTIONS}
 
 
 def test_a_run_folder_from_before_the_sections_resumes_and_starts_another(finished_run, tmp_path):
@@ -1383,6 +1392,39 @@ def test_a_short_pure_selfplay_run_evaluates_saves_and_resumes(tmp_path):
     assert more.returncode == 0, log
     resumed = json.loads((out / "state.json").read_text())
     assert resumed["step"] == 2304 and [e["step"] for e in resumed["evaluations"]] == [768, 1536, 2304]
+
+
+def test_a_run_with_two_learner_seats_trains_evaluates_the_mirror_table_and_resumes_after_a_kill(tmp_path):
+    """``league.learner_seats: 2`` at 3 players through the CLI: 2 games x 2 learner rows x 16 steps a rollout, the
+    mirror table (``self``) among the evaluations that pick ``best.pt``; killed after a save, it resumes from that
+    save to the end, as every run does."""
+    out = tmp_path / "run"
+    config = write_config(
+        tmp_path,
+        total_steps=100_000,
+        n_envs=2,
+        ppo={"n_steps": 16, "batch_size": 32},
+        league={"learner_seats": 2, "heuristics": ["random"], "snapshot_every": 128},
+        evaluation={"every": 128, "games": 3, "opponents": ["random", "self"]},
+        save_every=64,
+    )
+    first = train_cli("--config", str(config), "--out", str(out))
+    try:
+        wait_for_save(out, first, past=64, timeout=240)  # its first evaluation, at 128, plays 6 games
+    finally:
+        first.kill()
+        first.wait()
+    saved = json.loads((out / "state.json").read_text())
+    assert saved["config"]["league"]["learner_seats"] == 2
+    assert saved["step"] % 64 == 0  # whole rollouts of 2 games x 2 learner rows x 16 steps
+    final = saved["step"] + 128
+    more = train_cli("--config", str(config), "--out", str(out), "--resume", "--total-steps", str(final))
+    log, _ = more.communicate(timeout=300)
+    assert more.returncode == 0, log
+    end = json.loads((out / "state.json").read_text())
+    assert end["step"] == final and end["config"]["league"]["learner_seats"] == 2
+    assert end["evaluations"] and all(set(e["win_rates"]) == {"random", "self"} for e in end["evaluations"])
+    assert read_checkpoint(out / "best.pt")["step"] == end["best_step"]
 
 
 @pytest.mark.parametrize(

@@ -196,6 +196,14 @@ class LeagueConfig:
     """The learner's last games against a member that its PFSP win rate counts."""
     opponents_deterministic: bool = False
     """Whether snapshot opponents take their most likely action (False: they sample, as the learner does)."""
+    learner_seats: int = 1
+    """Seats of every game the learner itself takes, drawn per game, from 1 to ``game.players`` - 1: each a row of
+    PPO's env, all decided in one forward pass (``vector_env``'s ``learner_seats``), a row that waits while another
+    of its game's learner seats decides stepping with the no-op; the league draws the other seats (``slot`` 0 to
+    ``players - learner_seats - 1``). 2 or more puts copies of the current policy at every table, which a bot
+    trained beside other bots alone never meets and can lose nearly every game of. The ``n_envs`` games make
+    ``n_envs * learner_seats`` rows, whose steps all count. Every seat the learner: ``selfplay.enabled``. More than
+    1 needs the batched engine."""
 
 
 @dataclass
@@ -207,10 +215,10 @@ class SelfPlayConfig:
     so every decision is a learner step. The ``n_envs`` games make ``n_envs * players`` rows, each an environment
     of PPO's whose steps count, a row that waits while another seat decides (Guy, Spy, Apothecary) stepping with
     the no-op. The league's opponents are then unused: a config that also sets the league's ``p_latest``,
-    ``p_past``, ``p_heuristics``, ``opponent_sampling``, ``pfsp_*``, ``opponents_deterministic`` or
-    ``exploiters.every`` is refused (:data:`LEAGUE_OPPONENTS`); the league's ``heuristics`` are only the
-    evaluation's baselines (without ``evaluation.opponents``) and the imitation's opponents, and snapshots are
-    still saved but never played. Needs the batched engine."""
+    ``p_past``, ``p_heuristics``, ``opponent_sampling``, ``pfsp_*``, ``opponents_deterministic``,
+    ``learner_seats`` or ``exploiters.every`` is refused (:data:`LEAGUE_OPPONENTS`); the league's ``heuristics``
+    are only the evaluation's baselines (without ``evaluation.opponents``) and the imitation's opponents, and
+    snapshots are still saved but never played. Needs the batched engine."""
 
 
 @dataclass
@@ -649,6 +657,7 @@ CHECKS = {
     "league.pfsp_weighting": _one_of("hard", "linear", "variance", "even"),
     "league.pfsp_window": _positive_int,
     "league.opponents_deterministic": _bool,
+    "league.learner_seats": _positive_int,
     "selfplay.enabled": _bool,
     "mmd.magnet": _magnet,
     "mmd.magnet_coef": _non_negative_number,
@@ -670,7 +679,8 @@ CHECKS = {
 assert set(CHECKS) == set(FIELDS), "every field has a check"
 LEAGUE_OPPONENTS = {
     "league": {k: getattr(LeagueConfig(), k) for k in ("opponent_sampling", "p_latest", "p_past", "p_heuristics",
-                                                       "pfsp_weighting", "pfsp_window", "opponents_deterministic")},
+                                                       "pfsp_weighting", "pfsp_window", "opponents_deterministic",
+                                                       "learner_seats")},
     "exploiters": {"every": ExploitersConfig().every},
 }  # fmt: skip
 """What picks the league's opponents, with its defaults (a config's form: ``config.replace(**LEAGUE_OPPONENTS)``
@@ -702,6 +712,13 @@ def check(config: TrainConfig) -> None:
     total = league.p_latest + league.p_past + league.p_heuristics
     if abs(total - 1.0) > 1e-6:
         raise ValueError(f"league.p_latest, league.p_past, league.p_heuristics: expected to sum to 1, got {total:g}")
+    if league.learner_seats >= game.players:
+        raise ValueError(f"league.learner_seats: expected 1 to {game.players - 1}, the seats of a "
+                         f"{game.players}-player game less one for the league, got {league.learner_seats} (every "
+                         "seat the learner: selfplay.enabled: true)")  # fmt: skip
+    if league.learner_seats > 1 and config.backend() != "vector":
+        raise ValueError("league.learner_seats: more than one learner seat runs on the batched engine only "
+                         "(env_backend: auto or vector)")  # fmt: skip
     if config.exploiters.every and league.opponent_sampling != "pfsp":
         raise ValueError("exploiters.every: exploiters join the league under league.opponent_sampling: pfsp only")
     if game.players == 2 and game.bid_refunds is False:

@@ -141,9 +141,10 @@ def env_factory(config: TrainConfig, league_folder: Path, in_subprocess: bool):
 
 def make_vec_env(config: TrainConfig, league_folder: Path, keep_finished: int = 0) -> VecEnv:
     """``n_envs`` self-play games with episode statistics (VecMonitor): one batched vector env (the ``vector``
-    backend), or one scalar env per subprocess (DummyVecEnv for one); with ``selfplay.enabled``, every seat of the
-    ``n_envs`` batched games a row (``revolution_env.selfplay_vector_env``) and no league. With
-    ``game.truncated_reward``, a game cut at ``max_rounds`` ends with that reward (:class:`TruncatedReward`).
+    backend; ``league.learner_seats`` rows per game), or one scalar env per subprocess (DummyVecEnv for one); with
+    ``selfplay.enabled``, every seat of the ``n_envs`` batched games a row (``revolution_env.selfplay_vector_env``)
+    and no league. With ``game.truncated_reward``, a game cut at ``max_rounds`` ends with that reward
+    (:class:`TruncatedReward`).
     ``keep_finished``: the batched env's finished games kept for ``pop_finished()``; a run never reads them, so
     none by default (the env's own default keeps 100,000 game records, which a long run would hold in memory for
     nobody, and warns when it drops the oldest)."""
@@ -172,6 +173,7 @@ def _games(config: TrainConfig, league_folder: Path, keep_finished: int) -> VecE
             vector_env(
                 config.n_envs,
                 opponents=league,
+                learner_seats=config.league.learner_seats,  # each a row: its seats decided in one forward pass
                 action_mode=config.policy.action_mode,
                 keep_finished=keep_finished,
                 **options,

@@ -24,9 +24,9 @@ from revolution_env.arena.vector import RevolutionVectorEnv
 
 class SB3VecEnv(VecEnv):
     """A :class:`RevolutionVectorEnv` or :class:`SelfPlayVectorEnv` (without ``mask_in_obs``) seen as an SB3
-    ``VecEnv``: one SB3 env per game, or per row (seat of a game) in self-play, where MaskablePPO then sees every
-    row, those waiting with the no-op included. A finished game's info names its ``opponents`` (none in self-play:
-    every other seat is the learner itself).
+    ``VecEnv``: one SB3 env per row, a learner seat of a game (one per game with ``learner_seats=1``; every seat in
+    self-play), where MaskablePPO then sees every row, those waiting with the no-op included. A finished game's info
+    names its ``opponents``, the seats that are not the learner's (none in self-play).
 
     ``scale=True`` (the default) divides observations by the layout's ``scale``, as
     :class:`revolution_training.selfplay.SelfPlayEnv` feeds PPO and as a saved policy reads them

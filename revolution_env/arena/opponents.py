@@ -7,7 +7,7 @@
   ``meta:`` or a population file, whose member is drawn for each game) or ``Agent`` for every other seat;
 - a list (or tuple) of them, one per other seat in seat order;
 - a **league**: any object with ``sample(rng, slot)``, asked for the opponent of each other seat (``slot`` 0, 1,
-  ... in seat order, the learner's seat left out) of every new game, with the environment's generator ``rng``. It
+  ... in seat order, the learner's seats left out) of every new game, with the environment's generator ``rng``. It
   answers ``(name, agent)``, the name being what the game's results are kept under (``info["opponents"]``), or a
   spec or an ``Agent`` alone, which is then named by itself.
 
@@ -50,11 +50,15 @@ class Opponents:
 
     ``shared``: whether one agent plays every seat whose spec is the same (the vector env, which asks each agent
     for all its games at once), or each seat loads its own (``gym_env``, which reseeds each seat's agent every
-    game). ``options``: the environment's options; the agents are built for its rules.
+    game). ``options``: the environment's options; the agents are built for its rules. ``others``: the seats of a
+    game the opponents take (default: all but the learner's one).
     """
 
-    def __init__(self, opponents: Any, players: int, options: dict[str, Any], shared: bool = False) -> None:
+    def __init__(
+        self, opponents: Any, players: int, options: dict[str, Any], shared: bool = False, others: int | None = None
+    ) -> None:
         self.players = players
+        self.others = players - 1 if others is None else others  # the seats the learner leaves to opponents
         self.options = {k: v for k, v in options.items() if k not in ENV_OPTIONS}
         self.options["players"] = players
         self.shared = shared
@@ -67,7 +71,7 @@ class Opponents:
         self.per_game = self.league is not None or any(isinstance(a, MetaAgent) for _, a in self.fixed)
 
     def _specs(self, opponents: Any) -> list[Any]:
-        others = self.players - 1
+        others = self.others
         if opponents is None:
             return [DEFAULT_OPPONENT] * others
         if isinstance(opponents, str) or _is_agent(opponents):

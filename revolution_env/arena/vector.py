@@ -1,19 +1,25 @@
 """``revolution_env.vector_env``: many single-agent games stepped in batch (docs/environment.md §5 "Vectorised").
 
 class
-    :class:`RevolutionVectorEnv`, a ``gymnasium.vector.VectorEnv`` of ``num_envs`` games
+    :class:`RevolutionVectorEnv`, a ``gymnasium.vector.VectorEnv`` of ``num_envs`` games (rows: one per game and
+    learner seat)
 one game
-    like ``gym_env``: the learner plays one seat (``seat``, or drawn per episode), ``opponents`` the others
+    like ``gym_env``: the learner plays one seat (``seat``, or drawn per episode), ``opponents`` the others; with
+    ``learner_seats=k``, the learner plays k seats of every game (drawn per game), each a row of its own (row ``r``
+    a seat of game ``r // k``, ``row_game``, ``seat``), all decided in one step: a row whose seat has nothing to
+    decide while another of its game's learner seats decides (Guy, Spy, Apothecary, Remove), or whose bid is
+    complete in the token mode while the others' are not, gets ``Decision.NONE`` (its mask allows only the no-op)
+    and its action is ignored, as in ``selfplay_vector_env``
 observation
     the learner's observation vector (float32 ``Box`` with declared bounds), or with ``mask_in_obs=True`` a ``Dict``
     of ``"observation"`` and ``"action_mask"``
 action
-    ``MultiDiscrete(nvec)`` per game (``single_action_space``), one row per game; with ``action_mode="tokens"``
-    ``Discrete(n)``, one token of the bid per step (``revolution_env.env.tokens``)
+    ``MultiDiscrete(nvec)`` per row (``single_action_space``), one row per game and learner seat; with
+    ``action_mode="tokens"`` ``Discrete(n)``, one token of the bid per step (``revolution_env.env.tokens``)
 masks
     ``action_masks()``: bool ``(num_envs, sum(nvec))`` (token mode: ``(num_envs, n)``); also ``info["action_mask"]``
 reward
-    the learner's: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``, as the scalar env
+    each row its seat's: 0 until the end, then ``win_loss`` (+1 / -1) or ``margin``, as the scalar env
 autoreset
     ``SAME_STEP`` (Gymnasium 1.x ``AutoresetMode.SAME_STEP``): the step that ends a game returns the next game's
     first observation; the last one is in ``info["final_obs"]`` (an object array, ``None`` where no game ended) and
@@ -85,7 +91,8 @@ def _is_random(agent: Any) -> bool:
 class RevolutionVectorEnv(BatchedVectorEnv):
     """``num_envs`` single-agent games of Revolution! stepped in batch. See the module documentation."""
 
-    every_seat = False  # one row per game: the learner's seat
+    every_seat = False  # a row per learner seat: learner_seats of each game (True: every seat, the self-play env)
+    count = "num_envs"  # the number of games, in messages
     title = "vector env"
     renders = "revolution_env.env or gym_env"
 
@@ -97,33 +104,45 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         seat: int | None = None,
         mask_in_obs: bool = False,
         keep_finished: int = KEEP_FINISHED,
+        learner_seats: int = 1,
         **options: Any,
     ) -> None:
         options = dict(options, players=players)
-        super().__init__(num_envs, "num_envs", options, mask_in_obs, keep_finished)
+        if isinstance(learner_seats, bool) or not isinstance(learner_seats, (int, np.integer)) or learner_seats < 1:
+            raise ValueError(f"learner_seats: expected a positive integer, got {learner_seats!r}")
+        per_game = None if self.every_seat else int(learner_seats)  # None: every seat
+        super().__init__(num_envs, self.count, options, mask_in_obs, keep_finished, per_game=per_game)
         opponent_threads()  # a REVOLUTION_THREADS that is no number of threads fails here, named
-        n, P = self.num_envs, self.players
+        G, P, k = self.num_games, self.players, self.per_game
+        if k > P:
+            raise ValueError(f"learner_seats: expected 1 to {P} (the seats of a {P}-player game), got {k}")
         if seat is not None and (
             isinstance(seat, bool) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < P
         ):
             raise ValueError(f"seat: expected None or a seat from 0 to {P - 1}, got {seat!r}")
+        if seat is not None and k > 1:
+            raise ValueError(f"seat: the {k} learner seats of each game are drawn per game; give seat=None")
         self.fixed_seat = None if seat is None else int(seat)
-        self.seat = self.row_seat  # the learner's seat in each game (row g is game g's learner)
+        self.learner_seats = k
+        self.seat = self.row_seat  # each row's seat: row r is one of the learner's seats of game r // learner_seats
+        self.decisions_made = 0  # rows stepped with a real decision (not NONE), since construction
+        # the token mode: whether a row's bid is complete (with several learner seats, it waits for the others')
+        self._complete = np.zeros(self.num_envs, dtype=bool)
         # opponents: a table of distinct opponents, and per game and absolute seat an index into it (-1: learner)
         self._table: list[_Opponent] = [_Opponent("random")]
         self._index: dict[int, int] = {}
         # one agent per distinct spec, asked for all its games at once
-        self.opponents = Opponents(opponents, P, options, shared=True)
+        self.opponents = Opponents(opponents, P, options, shared=True, others=P - k)
         self._fixed = [] if self.opponents.per_game else [self._register(*pair) for pair in self.opponents.fixed]
-        self.opponent_of = np.full((n, P), -1, dtype=np.int64)
-        self._everyone = np.arange(n)
+        self.opponent_of = np.full((G, P), -1, dtype=np.int64)
+        self._everyone = np.arange(G)  # every game
         # opponents' bids decided while the learner decides (_decide_bids_early): per game and seat the action, whether
         # the game has them, and the jobs still running
-        self._early = np.zeros((n, P, len(self.codec.nvec)), dtype=np.int64)
-        self._has_early = np.zeros(n, dtype=bool)
+        self._early = np.zeros((G, P, len(self.codec.nvec)), dtype=np.int64)
+        self._has_early = np.zeros(G, dtype=bool)
         self._pending: list[tuple[np.ndarray, np.ndarray, Future]] = []
         # the random opponents' generators, one per game, seeded from the game's seed (kernels.random_states)
-        self._random_states = np.zeros(n, dtype=np.int64)
+        self._random_states = np.zeros(G, dtype=np.int64)
         # whether the agents decide in the opponents' threads this step: the faster way from one step to the next
         # (Pace), since beside a busy process the hand-offs can cost more than the threads give
         self._pace = Pace(opponent_threads() >= 2)
@@ -156,7 +175,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         return len(self._table) - 1
 
     def _start_games(self, games: np.ndarray) -> None:
-        """New games in ``games``: seeds, the learner's seat, the opponents of the other seats."""
+        """New games in ``games``: seeds, the learner's seats, the opponents of the other seats."""
         rng = self.np_random
         k = len(games)
         if k == 0:
@@ -164,21 +183,33 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         seeds = rng.integers(2**63 - 1, size=k)
         self.game.reset(games, seeds)
         self._random_states[games] = K.random_states(seeds)
-        self.mode.clear(games)
+        rows = self._rows(games)
+        self.mode.clear(rows.ravel())
+        self._complete[rows.ravel()] = False
         self._has_early[games] = False
-        if self.fixed_seat is None:
-            self.seat[games] = rng.integers(self.players, size=k)
-        else:
-            self.seat[games] = self.fixed_seat
-        seats = self.seat[games]
-        for slot in range(self.players - 1):
-            absolute = np.where(slot < seats, slot, slot + 1)  # the other seats in order
+        P, mine = self.players, self.learner_seats
+        if mine == 1:
+            if self.fixed_seat is None:
+                self.seat[games] = rng.integers(P, size=k)
+            else:
+                self.seat[games] = self.fixed_seat
+            learner = np.zeros((k, P), dtype=bool)
+            learner[np.arange(k), self.seat[games]] = True
+        elif mine == P:  # every seat: nothing to draw
+            learner = np.ones((k, P), dtype=bool)
+        else:  # a uniform draw of the seats, each game's rows in seat order
+            learner = np.zeros((k, P), dtype=bool)
+            learner[np.arange(k)[:, None], np.argsort(rng.random((k, P)), axis=1)[:, :mine]] = True
+        self.seat[rows.ravel()] = np.nonzero(learner)[1]
+        others = np.nonzero(~learner)[1].reshape(k, P - mine)  # the other seats of each game, in order
+        for slot in range(P - mine):
+            absolute = others[:, slot]
             if not self.opponents.per_game:
                 self.opponent_of[games, absolute] = self._fixed[slot]
             else:
                 picks = [self._register(*self.opponents.sample(rng, slot)) for _ in range(k)]
                 self.opponent_of[games, absolute] = picks
-        self.opponent_of[games, seats] = -1
+        self.opponent_of[games[:, None], np.nonzero(learner)[1].reshape(k, mine)] = -1
 
     def opponent_names(self) -> list[str]:
         """The names of the opponents met so far (a spec, an agent's name, or a league's name for its member);
@@ -187,13 +218,20 @@ class RevolutionVectorEnv(BatchedVectorEnv):
 
     # --- the VectorEnv API (the rest in BatchedVectorEnv) ------------------------------------------------------
 
-    def bid_mode_view(self, games: Any = None) -> tuple[np.ndarray, np.ndarray]:
-        """What an agent written for the bid mode reads in the learner's seat of ``games`` (default: every game):
-        observations (without the bid under construction, in the token mode) and the bid mode's flat masks
-        (``Core.bid_mode_view``'s batch form; the teacher of behaviour cloning reads them)."""
-        g = np.arange(self.num_envs) if games is None else np.asarray(games, dtype=np.int64)
-        seats, kinds = self.seat[g], self._kinds[g]
-        return self.view.observe_and_mask(self.game, g, seats, kinds)
+    def bid_mode_view(self, rows: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """What an agent written for the bid mode reads in the learner's seats of ``rows`` (default: every row; row g
+        is game g with one learner seat): observations (without the bid under construction, in the token mode) and
+        the bid mode's flat masks (``Core.bid_mode_view``'s batch form; the teacher of behaviour cloning reads
+        them)."""
+        r = np.arange(self.num_envs) if rows is None else np.asarray(rows, dtype=np.int64)
+        seats, kinds = self.seat[r], self._kinds[r]
+        return self.view.observe_and_mask(self.game, self.row_game[r], seats, kinds)
+
+    @property
+    def decisions(self) -> np.ndarray:
+        """The :class:`Decision` of every row now (``NONE``, 0, where its seat has nothing to decide: another of the
+        learner's seats decides, or its bid is complete and waits for theirs)."""
+        return self._kinds.copy()
 
     # --- inside ------------------------------------------------------------------------------------------------
 
@@ -203,10 +241,19 @@ class RevolutionVectorEnv(BatchedVectorEnv):
                 opponent.agent.reset(int(self._np_random.integers(2**31)))
 
     def _where(self, row: int) -> str:
-        return f"env {row} (seat {int(self.seat[row])})"
+        if self.learner_seats == 1:
+            return f"env {row} (seat {int(self.seat[row])})"
+        return f"row {row} (game {int(self.row_game[row])}, seat {int(self.seat[row])})"
 
     def _rows_are(self) -> str:
-        return "one row per game"
+        if self.learner_seats == 1:
+            return "one row per game"
+        return f"one row per learner seat, {self.num_games} games x {self.learner_seats} seats"
+
+    def _decision_kinds(self) -> np.ndarray:
+        kinds = super()._decision_kinds()
+        kinds[self._complete] = K.K_NONE  # a complete bid waits for the other learner seats' of its game
+        return kinds
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict[str, Any]]:
         """``BatchedVectorEnv.reset``; opponents' bids decided for the games before are dropped."""
@@ -223,7 +270,10 @@ class RevolutionVectorEnv(BatchedVectorEnv):
             self._pace.took(now - self._step_start)
         self._step_start = now
         self._threads = self._pace.next()
-        return super().step(actions)
+        kinds = self._kinds  # the decisions of this step (the step observes the next ones into a new array)
+        out = super().step(actions)
+        self.decisions_made += int((kinds != K.K_NONE).sum())
+        return out
 
     def close_extras(self, **kwargs: Any) -> None:
         self._drop_early()
@@ -244,9 +294,9 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         if self.tokens is not None:
             return super()._check(actions, kinds)
         count = self.game.count_type
-        self._bids = np.empty((self.num_envs, self.players, self.codec.T, 3), dtype=count)  # rows unread but those
-        self._values = np.zeros(self.num_envs, dtype=np.int64)  # of deciding games and seats
-        rows = Rows(self._everyone, self.seat, kinds)
+        self._bids = np.empty((self.num_games, self.players, self.codec.T, 3), dtype=count)  # rows unread but those
+        self._values = np.zeros(self.num_games, dtype=np.int64)  # of deciding games and seats
+        rows = Rows(self.row_game, self.seat, kinds)
         ok, part = self.view.decider(actions, self._masks, rows, self.game.tokens, (self._bids, self._values))
         in_parts(self.num_envs, part)
         return ok
@@ -260,6 +310,8 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         flips it too (its flip is drawn before the bids are read, for every game waiting for bids)."""
         all_random = len(self._table) == 1  # the table's first opponent is "random"
         if not all_random or self.tokens is not None or self.layout.card_space >= 0 or self.config.illegal == "raise":
+            return None
+        if self.learner_seats > 1:  # one row per game here
             return None
         game, view, everyone, seat = self.game, self.view, self._everyone, self.seat
         n = self.num_envs
@@ -290,8 +342,8 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         return Observed(~ok, obs, masks, now)
 
     def _decide(self, actions: np.ndarray, kinds: np.ndarray, playing: np.ndarray) -> None:
-        """The learner's bids (with its opponents', once its bid is complete) and other decisions; opponents then
-        play until the learner is asked again."""
+        """The learner's bids (with its opponents', once the learner's bids of the game are complete) and other
+        decisions; opponents then play until the learner is asked again."""
         self._collect_early()  # the opponents' early bids, before anything changes a game
         if self.tokens is None:
             games, bids, values = self._read(kinds, playing)
@@ -303,13 +355,17 @@ class RevolutionVectorEnv(BatchedVectorEnv):
 
     def _read(self, kinds: np.ndarray, playing: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The bid mode: the games that decide, their bids and their choices as ``BatchedGame.step`` takes them, from
-        those :meth:`_check` read (game g's in row g), the agents' bids added."""
+        those :meth:`_check` read (per game), the agents' bids added."""
         deciding = playing & (kinds != K.K_NONE)
         every = bool(deciding.all())
-        games = self._everyone if every else np.flatnonzero(deciding)
+        if every and self.learner_seats == 1:
+            games = self._everyone
+        else:  # a game decides where a row of it does (all its learner seats bid at once; one of them chooses)
+            every = False
+            games = np.flatnonzero(np.bincount(self.row_game[deciding], minlength=self.num_games))
         bids, values = self._bids, self._values
         if len(self._table) > 1:  # agents among the opponents: their bids of the round, decided early
-            bidding = games[kinds[games] == K.K_BID]
+            bidding = games[self.game.kind[games] == K.K_BID]
             self._opponent_bids(bidding, bids, bidding)
         if not every:
             bids, values = bids[games], values[games]
@@ -321,24 +377,30 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         """The token mode: each bidding row's token placed, and the games whose bids are complete or that choose,
         with their bids (the agents' added) and their choices as ``BatchedGame.step`` takes them."""
         game, view = self.game, self.view
-        everyone = self._everyone
-        bidding = everyone[playing & (kinds == K.K_BID)]
-        choosing = everyone[playing & (kinds >= K.K_GUY)]
-        held = game.tokens[bidding, self.seat[bidding]]
-        complete = self.mode.place_many(bidding, actions[bidding], held)  # one token placed
-        bidding, held = bidding[complete], held[complete]
+        rows = np.arange(self.num_envs)
+        bidding = rows[playing & (kinds == K.K_BID)]
+        choosing = rows[playing & (kinds >= K.K_GUY)]  # one row per game at most: its deciding seat's
+        held = game.tokens[self.row_game[bidding], self.seat[bidding]]
+        self._complete[bidding] = self.mode.place_many(bidding, actions[bidding], held)  # one token placed
+        # the games whose learner seats' bids are all complete now
+        bid_games = np.unique(self.row_game[bidding])
+        bid_games = bid_games[self._complete[self._rows(bid_games)].all(1)]
+        choose_games = self.row_game[choosing]
         # the games that decide, with one array of bids (the rows of the games that choose unread) and one of choices
-        games, row = self._deciding(bidding, choosing)
+        games, row = self._deciding(bid_games, choose_games)
         bids = np.empty((len(games), self.players, self.codec.T, 3), dtype=game.count_type)
         values = np.zeros(len(games), dtype=np.int64)
-        if len(bidding):
-            at = row[bidding]
-            self.mode.counts_into(view, bidding, actions[bidding], held, bids, at, self.seat[bidding])
-            self.mode.clear(bidding)
-            self._opponent_bids(bidding, bids, at)
+        if len(bid_games):
+            complete = self._rows(bid_games).ravel()
+            held = game.tokens[self.row_game[complete], self.seat[complete]]
+            at = row[self.row_game[complete]]
+            self.mode.counts_into(view, complete, actions[complete], held, bids, at, self.seat[complete])
+            self.mode.clear(complete)
+            self._complete[complete] = False
+            self._opponent_bids(bid_games, bids, row[bid_games])
         if len(choosing):
             choices = self.mode.choices_many(actions[choosing])
-            values[row[choosing]] = view.engine_choices(choices, self.seat[choosing], kinds[choosing])
+            values[row[choose_games]] = view.engine_choices(choices, self.seat[choosing], kinds[choosing])
         return games, bids, values
 
     def _final_extras(self) -> dict[str, np.ndarray]:
@@ -346,7 +408,11 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         # alike (slot k is the k-th other seat), else those drawn for each game
         if not self.opponents.per_game:
             return {"opponents": np.tile(np.array(self._fixed, dtype=np.int64), (self.num_envs, 1))}
-        return {"opponents": self.opponent_of[self.opponent_of >= 0].reshape(self.num_envs, self.players - 1).copy()}
+        others = self.players - self.learner_seats
+        if self.learner_seats == 1:
+            return {"opponents": self.opponent_of[self.opponent_of >= 0].reshape(self.num_envs, others).copy()}
+        opp = self.opponent_of[self.row_game]  # each row its game's
+        return {"opponents": opp[opp >= 0].reshape(self.num_envs, others)}
 
     def _opponent_bids(self, games: np.ndarray, bids: np.ndarray, at: np.ndarray) -> None:
         """The agents' bids in ``games`` (all waiting for bids), written into the rows ``at`` of ``bids`` (players, T,
@@ -368,7 +434,10 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         opponent's bid reads the state of the bid round, which the learner's bid does not change. Deciding them
         when the round begins, whatever the threads, keeps the games independent of the cores (the token mode's
         games finish their bids at different steps; each agent decides its games of a round in one batch)."""
-        waiting = np.flatnonzero((self._kinds == K.K_BID) & ~self._has_early)
+        bidding = self._kinds == K.K_BID
+        if self.learner_seats > 1:  # per game: one of its rows bids (the others' bids may be complete)
+            bidding = bidding.reshape(self.num_games, self.learner_seats).any(1)
+        waiting = np.flatnonzero(bidding & ~self._has_early)
         if len(waiting) == 0:
             return
         self._has_early[waiting] = True
@@ -422,9 +491,10 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         (``BatchedGame.play_random``, game by game until another seat decides; those that follow the learner's
         decision were played in ``BatchedGame.step``)."""
         game = self.game
-        everyone = np.arange(self.num_envs)
+        everyone = self._everyone
         while True:
-            waiting = everyone[(game.kind >= K.K_GUY) & (game.decider != self.seat)]
+            choosing = everyone[game.kind >= K.K_GUY]
+            waiting = choosing[self.opponent_of[choosing, game.decider[choosing]] >= 0]  # an opponent decides
             if len(waiting) == 0:
                 return
             seats = game.decider[waiting]
@@ -461,15 +531,25 @@ class RevolutionVectorEnv(BatchedVectorEnv):
 
 
 def vector_env(
-    num_envs: int, players: int = 3, opponents: Any = None, seat: int | None = None, **options: Any
+    num_envs: int,
+    players: int = 3,
+    opponents: Any = None,
+    seat: int | None = None,
+    learner_seats: int = 1,
+    **options: Any,
 ) -> RevolutionVectorEnv:
     """``num_envs`` single-agent games stepped in batch by the batched engine (docs/environment.md §5 "Vectorised").
 
     ``opponents``: one agent spec (``"random"``, a heuristic's name, a checkpoint path, a ``mix:`` mixture) or
     ``Agent`` for every other seat, a list of one per other seat, or a league object whose ``sample(rng, slot)``
     picks the opponent of each slot of every new game (default: ``"value"``, the strongest heuristic, in every
-    other seat). ``seat``: the learner's seat, or None to draw it per game. Other options: ``mask_in_obs``,
+    other seat). ``seat``: the learner's seat, or None to draw it per game. ``learner_seats``: the seats of each
+    game the learner takes, drawn per game, each a row (``num_envs * learner_seats`` rows, row ``r`` a seat of game
+    ``r // learner_seats``), all decided in one call; ``opponents`` then fill the ``players - learner_seats`` others
+    (``players``: every seat the learner, as ``selfplay_vector_env``). Other options: ``mask_in_obs``,
     ``keep_finished`` (finished games kept for :meth:`~RevolutionVectorEnv.pop_finished`, 0 for none) and the rule
     and reward options of :func:`revolution_env.env`. Bad input raises ``ValueError`` naming the option.
     """
-    return RevolutionVectorEnv(num_envs, players=players, opponents=opponents, seat=seat, **options)
+    return RevolutionVectorEnv(
+        num_envs, players=players, opponents=opponents, seat=seat, learner_seats=learner_seats, **options
+    )

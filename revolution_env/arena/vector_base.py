@@ -1,8 +1,8 @@
-"""What the two learner vector envs on the batched engine share: ``vector_env`` (``arena.vector``: the learner in one
-seat of each game, opponents in the others) and ``selfplay_vector_env`` (``arena.selfplay``: every seat of every
-game the learner).
+"""The step of the learner vector env on the batched engine, ``vector_env`` (``arena.vector``: the learner in one or
+more seats of each game, opponents in the others), apart from what goes into the games; ``selfplay_vector_env``
+(``arena.selfplay``: every seat of every game the learner) is that env with every seat the learner's.
 
-Both are a ``gymnasium.vector.VectorEnv`` whose rows are seats of the games of one
+It is a ``gymnasium.vector.VectorEnv`` whose rows are seats of the games of one
 :class:`~revolution_env.engine.batched.BatchedGame`: row ``r`` is seat ``row_seat[r]`` of game ``row_game[r]``.
 :class:`BatchedVectorEnv` holds the game, the learner's action mode (``env.modes``, in its batched form, one row
 per learner seat), the batched observations (``env.batched.BatchedView``), and the step around what differs: the
@@ -59,8 +59,9 @@ class Observed:
 
 class BatchedVectorEnv(VectorEnv):
     """Rows that are seats of batched games, stepped together (see the module documentation). A subclass sets
-    ``every_seat`` (True: a row for every player seat of every game; False: one row per game, the seat in
-    ``row_seat`` set by the subclass as each game starts) and ``title`` (its name in messages)."""
+    ``every_seat`` (True: a row for every player seat of every game; False: ``per_game`` rows per game, one by
+    default, their seats in ``row_seat`` set by the subclass as each game starts) and ``title`` (its name in
+    messages)."""
 
     metadata = {"autoreset_mode": SAME_STEP, "render_modes": []}
     every_seat: bool
@@ -68,10 +69,18 @@ class BatchedVectorEnv(VectorEnv):
     renders: str  # where rendering is to be had instead
 
     def __init__(
-        self, num_games: int, count: str, options: dict[str, Any], mask_in_obs: bool, keep_finished: int
+        self,
+        num_games: int,
+        count: str,
+        options: dict[str, Any],
+        mask_in_obs: bool,
+        keep_finished: int,
+        per_game: int | None = None,
     ) -> None:
         """``num_games`` games (the option named ``count``) of ``options`` (the rule, reward, action mode and
-        illegal options). Bad input raises ``ValueError`` naming the option."""
+        illegal options), ``per_game`` rows each (None: every seat's with ``every_seat``, else one; where it is
+        neither, the subclass sets each game's rows' seats in ``row_seat`` as the game starts). Bad input raises
+        ``ValueError`` naming the option."""
         if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) or num_games < 1:
             raise ValueError(f"{count}: expected a positive integer, got {num_games!r}")
         if options.get("render_mode") is not None:
@@ -87,7 +96,7 @@ class BatchedVectorEnv(VectorEnv):
             raise ValueError(f"keep_finished: expected a non-negative integer, got {keep_finished!r}")
         self.num_games = G = int(num_games)
         self.players = P = L.players
-        self.per_game = k = P if self.every_seat else 1  # rows per game
+        self.per_game = k = (P if self.every_seat else 1) if per_game is None else int(per_game)  # rows per game
         self.num_envs = n = G * k
         self.row_game = np.repeat(np.arange(G), k)
         self.row_seat = np.tile(np.arange(P), G) if self.every_seat else np.zeros(n, dtype=np.int64)
