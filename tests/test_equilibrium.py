@@ -24,7 +24,7 @@ from revolution_env.agents.equilibrium import (
     seat_values,
 )
 from revolution_env.agents.loading import display_name, is_checkpoint, load_agent, spec_problem
-from revolution_env.agents.matrix_games import has_scipy, nash_conv
+from revolution_env.agents.matrix_games import nash_conv
 from revolution_env.arena.runner import GameRunner
 from revolution_env.engine.game import BID, Decision, Game, Rules, clean_bids
 from revolution_env.engine.random_play import random_bids, random_choice
@@ -115,8 +115,8 @@ def test_a_two_player_round_is_solved_as_the_zero_sum_difference_game_and_ends_i
     search = searcher(options, candidates=3, oracle=0)
     found = search.search(position(options, 4, 3), np.random.default_rng(0))
     assert found.payoffs.shape == (*[len(b) for b in found.bids], 2)
-    assert found.solution.zero_sum and found.solution.method == ("lp" if has_scipy() else "rm")
-    assert found.solution.nash_conv < (1e-6 if has_scipy() else GAP)
+    assert found.solution.zero_sum and found.solution.method == "lp"
+    assert found.solution.nash_conv < 1e-6
     # a game that ends within the round pays the final rewards (win_loss), not the value
     game = position({"players": 3, "max_rounds": 2}, 1, 1)
     rounds = play_rounds(game, random_bids(game, np.random.default_rng(0))[None], RandomAgent(players=3, max_rounds=2),
