@@ -11,6 +11,7 @@ import pytest
 from revolution_env.agents.base import RandomAgent
 from revolution_env.agents.equilibrium import (
     ENGINES,
+    SEED_BOUND,
     EquilibriumAgent,
     RoundSearcher,
     Sampler,
@@ -433,6 +434,54 @@ def test_samplers_draw_fresh_bids_from_the_generator():
         assert a.shape == (6, len(layout.codec.nvec)) and (a == b).all()
         assert all(mask[layout.codec.offsets + row].all() for row in a)
     assert len({r.tobytes() for r in random_sampler(**options).sample(obs, mask, 6, np.random.default_rng(1))}) > 1
+
+
+class Counting:
+    """An agent's ``act_batch`` calls counted (rows per call), ``act`` refused: the candidates ask in batches."""
+
+    def __init__(self, agent) -> None:
+        self.agent, self.calls = agent, []
+
+    def reset(self, seed=None) -> None:
+        self.agent.reset(seed)
+
+    def act(self, observation, info):
+        raise AssertionError("act: the candidates are asked for in batches")
+
+    def act_batch(self, observations, masks, decisions):
+        self.calls.append(len(observations))
+        return self.agent.act_batch(observations, masks, decisions)
+
+
+@pytest.mark.parametrize("players", [2, 3])
+def test_the_candidates_of_every_seat_come_from_one_call_of_each_heuristic_and_of_the_blueprint(players):
+    """Each heuristic bids for every seat in one call, and the blueprint draws its ``2K`` samples for every seat in
+    one call; the candidates are each seat's legal, distinct bids, the heuristics' first, and reproducible."""
+    options = {"players": players}
+    layout = observation_layout(**options)
+    bots = [Counting(load_agent(name, **options)) for name in ("value", "bargain", "area")]
+    blueprint = Counting(load_agent("value", **options))
+    search = RoundSearcher(layout, Sampler(blueprint, cheap=False), RandomAgent(**options), margin_value(layout),
+                           bots, Settings(candidates=5, oracle=0))  # fmt: skip
+    game = position(options, 2, 1)
+    found = search.search(game, np.random.default_rng(0))
+    assert [b.calls for b in bots] == [[players]] * 3 and blueprint.calls == [players * 10]
+    again = search.search(game, np.random.default_rng(0))
+    for s in range(players):
+        bids, actions = found.bids[s], found.actions[s]
+        assert 1 <= len(bids) <= 5 and len({b.tobytes() for b in bids}) == len(bids)
+        np.testing.assert_array_equal(bids, again.bids[s])
+        mask = layout.codec.mask(game, s, BID)
+        for b, a in zip(bids, actions):
+            assert mask[layout.codec.offsets + a].all()
+            np.testing.assert_array_equal(layout.codec.bid_counts(a, game.tokens[s]), b)
+    # the first candidate is value's bid for the seat, from the first seed the position's generator draws
+    value = load_agent("value", **options)
+    value.reset(int(np.random.default_rng(0).integers(SEED_BOUND)))
+    views = [(layout.build(game, s, BID), layout.codec.mask(game, s, BID)) for s in range(players)]
+    first = value.act_batch(np.stack([o for o, _ in views]), np.stack([m for _, m in views]))
+    for s in range(players):
+        np.testing.assert_array_equal(found.actions[s][0], first[s])
 
 
 @pytest.mark.parametrize("options", [{"players": 2}, {"players": 3, "area_control_bonus": True}, {"players": 4}])
