@@ -455,8 +455,9 @@ class Counting:
 
 @pytest.mark.parametrize("players", [2, 3])
 def test_the_candidates_of_every_seat_come_from_one_call_of_each_heuristic_and_of_the_blueprint(players):
-    """Each heuristic bids for every seat in one call, and the blueprint draws its ``2K`` samples for every seat in
-    one call; the candidates are each seat's legal, distinct bids, the heuristics' first, and reproducible."""
+    """Each heuristic bids for every seat in one call, and the blueprint draws the samples of every seat in one call,
+    no more than the seats lack; the candidates are each seat's legal, distinct bids, the heuristics' first, and
+    reproducible."""
     options = {"players": players}
     layout = observation_layout(**options)
     bots = [Counting(load_agent(name, **options)) for name in ("value", "bargain", "area")]
@@ -465,7 +466,10 @@ def test_the_candidates_of_every_seat_come_from_one_call_of_each_heuristic_and_o
                            bots, Settings(candidates=5, oracle=0))  # fmt: skip
     game = position(options, 2, 1)
     found = search.search(game, np.random.default_rng(0))
-    assert [b.calls for b in bots] == [[players]] * 3 and blueprint.calls == [players * 10]
+    # the blueprint is asked for as many bids a seat as the seats lack (here at least 2: three heuristics, K=5),
+    # and again for 2K a seat only where its draws repeated
+    assert [b.calls for b in bots] == [[players]] * 3
+    assert players * 2 <= blueprint.calls[0] <= players * 5 and blueprint.calls[1:] in ([], [players * 10])
     again = search.search(game, np.random.default_rng(0))
     for s in range(players):
         bids, actions = found.bids[s], found.actions[s]

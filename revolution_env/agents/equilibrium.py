@@ -439,23 +439,32 @@ class RoundSearcher:
     def _candidates(self, at: _Position) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Every seat's distinct candidates: the heuristics' bids first, then the blueprint's samples, ``K`` in all.
         Each heuristic bids for every seat in one call, and the blueprint samples for every seat in one call (one
-        call over the seats' rows costs less than one a seat: docs/experiments.md)."""
+        call over the seats' rows costs less than one a seat: docs/experiments.md): as many samples a seat as the
+        seat with the fewest distinct bids lacks, then, where draws repeated, ``2K`` more (a heuristic blueprint's
+        sample costs as much as a heuristic's bid)."""
         codec, K, P = self.codec, self.settings.candidates, self.players
         obs = np.stack([o for o, _ in at.views])
         masks = np.stack([m for _, m in at.views])
-        acts = []
+        acts = np.zeros((P, 0, len(codec.nvec)), dtype=np.int64)
         for bot in self.heuristics[:K]:
             bot.reset(int(at.rng.integers(SEED_BOUND)))
-            acts.append(act_batch(bot, obs, masks, np.full(P, int(BID))))
-        samples = self.blueprint.sample_rows(obs, masks, 2 * K, at.rng)  # twice as many: some are drawn twice
-        acts = np.concatenate([np.stack(acts, 1), samples], axis=1) if acts else samples
-        bids, actions = [], []
-        for s in range(P):
-            counts = np.stack([codec.bid_counts(a, at.game.tokens[s]) for a in acts[s]])
-            b, a = distinct(counts, acts[s], K)
-            bids.append(np.array(b))
-            actions.append(np.array(a))
-        return bids, actions
+            acts = np.concatenate([acts, act_batch(bot, obs, masks, np.full(P, int(BID)))[:, None]], axis=1)
+        found = self._distinct(acts, at.game.tokens)
+        for n in (K - min(len(b) for b, _ in found), 2 * K):
+            if min(len(b) for b, _ in found) == K:
+                break
+            acts = np.concatenate([acts, self.blueprint.sample_rows(obs, masks, n, at.rng)], axis=1)
+            found = self._distinct(acts, at.game.tokens)
+        return [np.array(b) for b, _ in found], [np.array(a) for _, a in found]
+
+    def _distinct(self, acts: np.ndarray, tokens: np.ndarray) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
+        """Each seat's first ``K`` distinct bids of ``acts`` (P, n, D), as token counts and as actions."""
+        T, K = self.codec.T, self.settings.candidates
+        out = []
+        for s, rows in enumerate(acts):
+            counts = np.array([self.codec.bid_counts(a, tokens[s]) for a in rows], dtype=np.int64).reshape(-1, T, 3)
+            out.append(distinct(counts, rows, K))
+        return out
 
     def _solve(self, positions: list[_Position], clock: _Clock, t: float) -> float:
         """Every position's payoffs (K_1, ..., K_n, n) over its candidates, the joint bids not in its cache played
