@@ -9,7 +9,6 @@ import itertools
 import numpy as np
 import pytest
 
-from revolution_env.agents import matrix_games
 from revolution_env.agents.matrix_games import (
     against,
     nash_conv,
@@ -194,13 +193,45 @@ def test_solve_plays_the_difference_game_with_two_seats_by_lp_or_rm():
     np.testing.assert_allclose(lp.values, [x @ general[..., 0] @ y, x @ general[..., 1] @ y])  # U's, not D's
     assert rm.nash_conv <= SMALL_GAME_GAP
     assert rm.strategies[0] @ half @ rm.strategies[1] == pytest.approx(v, abs=SMALL_GAME_GAP)
-    assert solve(constant).method == ("lp" if matrix_games.has_scipy() else "rm")
+    assert solve(constant).method == "lp"
 
 
-def test_solve_works_without_scipy(monkeypatch):
-    monkeypatch.setattr(matrix_games, "has_scipy", lambda: False)
-    s = solve(zero_sum(RPS), RM_ITERATIONS)
-    assert s.method == "rm" and s.nash_conv <= SMALL_GAME_GAP
+def highs(matrix: np.ndarray) -> float:
+    """The value of the zero-sum game ``matrix`` by scipy's HiGHS (a reference independent of the simplex here):
+    maximise v subject to v - x^T A[:, j] <= 0 for every column, x a distribution."""
+    linprog = pytest.importorskip("scipy.optimize").linprog
+    k, m = matrix.shape
+    bounds = [(0, None)] * k + [(None, None)]
+    result = linprog(np.r_[np.zeros(k), -1.0], A_ub=np.hstack([-matrix.T, np.ones((m, 1))]), b_ub=np.zeros(m),
+                     A_eq=[[1.0] * k + [0.0]], b_eq=[1.0], bounds=bounds, method="highs")  # fmt: skip
+    assert result.success
+    return float(result.x[-1])
+
+
+def test_the_simplex_gives_an_exact_equilibrium_and_the_value_of_an_independent_lp_solver():
+    """``zero_sum_lp`` (a compiled simplex) on random games, games of few distinct payoffs (degenerate programs,
+    where a careless pivoting rule cycles), one-row and one-column games, and Blotto: both strategies are an
+    equilibrium (neither side gains by a pure reply) and the value is HiGHS's."""
+    rng = np.random.default_rng(0)
+    games = [rng.normal(size=(k, m)) for k, m in [(1, 1), (1, 5), (5, 1), (3, 7), (8, 8), (12, 9)]]
+    games += [rng.integers(-1, 2, size=(k, m)).astype(np.float64) for k, m in [(4, 4), (6, 6), (9, 7)] * 10]
+    games += [np.zeros((3, 3)), np.ones((2, 4)), blotto(4, 5), blotto(6, 6)]
+    for matrix in games:
+        x, y, v = zero_sum_lp(matrix)
+        assert x.min() >= 0 and y.min() >= 0 and x.sum() == pytest.approx(1) and y.sum() == pytest.approx(1)
+        assert (matrix.T @ x).min() >= v - 1e-9 and (matrix @ y).max() <= v + 1e-9, matrix
+        assert v == pytest.approx(highs(matrix), abs=1e-9)
+
+
+def test_solve_needs_no_scipy(monkeypatch):
+    """The two-seat game is solved exactly without scipy (the simplex is the project's own)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "scipy", None)
+    monkeypatch.setitem(sys.modules, "scipy.optimize", None)
+    s = solve(zero_sum(BIASED_RPS))
+    assert s.method == "lp" and s.nash_conv < 1e-9
+    np.testing.assert_allclose(s.strategies[0], BIASED_RPS_EQUILIBRIUM, atol=1e-9)
 
 
 def test_bad_games_and_settings_are_refused_in_one_line():
@@ -224,9 +255,11 @@ def test_bad_games_and_settings_are_refused_in_one_line():
 
 
 def test_regret_matching_is_the_same_compiled_and_as_plain_python():
-    """The loop is compiled with Numba where it is installed (the same code runs as plain Python without it)."""
+    """The loops are compiled with Numba where it is installed (the same code runs as plain Python without it):
+    regret matching, and the simplex of ``zero_sum_lp``."""
     from plain_python import run_without_numba
 
+    simplex = [x.tolist() for x in zero_sum_lp(blotto(4, 5))[:2]]
     expected = {
         (name, alternating): [x.tolist() for x in regret_matching(U, 50, alternating).strategies]
         for name, U in (("pairwise", pairwise(BIASED_RPS)), ("blotto", zero_sum(blotto(4, 5))))
@@ -235,11 +268,13 @@ def test_regret_matching_is_the_same_compiled_and_as_plain_python():
     run_without_numba(
         "import numpy as np\n"
         "from revolution_env.common.jit import COMPILED\n"
-        "from revolution_env.agents.matrix_games import regret_matching\n"
+        "from revolution_env.agents.matrix_games import regret_matching, zero_sum_lp\n"
         "from test_matrix_games import BIASED_RPS, blotto, pairwise, zero_sum\n"
         "assert not COMPILED\n"
         "games = {'pairwise': pairwise(BIASED_RPS), 'blotto': zero_sum(blotto(4, 5))}\n"
         f"for (name, alternating), want in {expected!r}.items():\n"
         "    x = regret_matching(games[name], 50, alternating).strategies\n"
         "    assert all(np.allclose(a, b, rtol=0, atol=1e-12) for a, b in zip(x, want)), (name, x, want)\n"
+        "got = zero_sum_lp(blotto(4, 5))[:2]\n"
+        f"assert all(np.allclose(a, b, rtol=0, atol=1e-12) for a, b in zip(got, {simplex!r}))\n"
     )

@@ -110,9 +110,16 @@ class Sampler:
         self.agent, self.cheap = agent, cheap
 
     def sample(self, observation: np.ndarray, mask: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        return self.sample_rows(observation[None], mask[None], n, rng)[0]
+
+    def sample_rows(self, observations: np.ndarray, masks: np.ndarray, n: int, rng: np.random.Generator
+                    ) -> np.ndarray:  # fmt: skip
+        """``n`` bids (m, n, D) at each of ``m`` bid decisions (``observations`` (m, size), ``masks``), in one call
+        of the agent, reseeded once from ``rng``."""
         self.agent.reset(int(rng.integers(SEED_BOUND)))
-        rows = np.repeat(observation[None], n, 0), np.repeat(mask[None], n, 0), np.full(n, int(BID))
-        return act_batch(self.agent, *rows)
+        m = len(observations)
+        rows = np.repeat(observations, n, 0), np.repeat(masks, n, 0), np.full(m * n, int(BID))
+        return act_batch(self.agent, *rows).reshape(m, n, -1)
 
 
 def random_sampler(**env_options: Any) -> Sampler:
@@ -397,10 +404,7 @@ class RoundSearcher:
             coin = game.next_coin() if codec.layout.scheming >= 0 else None  # every round searched flips it
             views = [(self.layout.build(game, s, BID), codec.mask(game, s, BID)) for s in range(P)]
             at = _Position(game, rng, coin, views, added=[0] * P)
-            for s, (obs, mask) in enumerate(views):
-                b, a = self._candidates(obs, mask, game.tokens[s], rng)
-                at.bids.append(b)
-                at.actions.append(a)
+            at.bids, at.actions = self._candidates(at)
             found.append(at)
         t = clock.add("candidates", t)
         t = self._solve(found, clock, t)
@@ -432,19 +436,35 @@ class RoundSearcher:
         return [RoundSearch(at.bids, at.actions, at.payoffs, at.solution, at.added, len(at.cache), clock.seconds)
                 for at in found]  # fmt: skip
 
-    def _candidates(self, obs: np.ndarray, mask: np.ndarray, held: np.ndarray, rng: np.random.Generator
-                    ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-        """A seat's distinct candidates: the heuristics' bids first, then the blueprint's samples, ``K`` in all."""
-        codec, K = self.codec, self.settings.candidates
-        acts = []
+    def _candidates(self, at: _Position) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Every seat's distinct candidates: the heuristics' bids first, then the blueprint's samples, ``K`` in all.
+        Each heuristic bids for every seat in one call, and the blueprint samples for every seat in one call (one
+        call over the seats' rows costs less than one a seat: docs/experiments.md): as many samples a seat as the
+        seat with the fewest distinct bids lacks, then, where draws repeated, ``2K`` more (a heuristic blueprint's
+        sample costs as much as a heuristic's bid)."""
+        codec, K, P = self.codec, self.settings.candidates, self.players
+        obs = np.stack([o for o, _ in at.views])
+        masks = np.stack([m for _, m in at.views])
+        acts = np.zeros((P, 0, len(codec.nvec)), dtype=np.int64)
         for bot in self.heuristics[:K]:
-            bot.reset(int(rng.integers(SEED_BOUND)))
-            acts.append(np.asarray(bot.act({"observation": obs, "action_mask": mask}, {"decision": BID})))
-        acts.extend(self.blueprint.sample(obs, mask, 2 * K, rng))  # twice as many: some are drawn twice
-        acts = np.array(acts, dtype=np.int64)
-        counts = np.stack([codec.bid_counts(a, held) for a in acts])
-        b, a = distinct(counts, acts, K)
-        return np.array(b), np.array(a)
+            bot.reset(int(at.rng.integers(SEED_BOUND)))
+            acts = np.concatenate([acts, act_batch(bot, obs, masks, np.full(P, int(BID)))[:, None]], axis=1)
+        found = self._distinct(acts, at.game.tokens)
+        for n in (K - min(len(b) for b, _ in found), 2 * K):
+            if min(len(b) for b, _ in found) == K:
+                break
+            acts = np.concatenate([acts, self.blueprint.sample_rows(obs, masks, n, at.rng)], axis=1)
+            found = self._distinct(acts, at.game.tokens)
+        return [np.array(b) for b, _ in found], [np.array(a) for _, a in found]
+
+    def _distinct(self, acts: np.ndarray, tokens: np.ndarray) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
+        """Each seat's first ``K`` distinct bids of ``acts`` (P, n, D), as token counts and as actions."""
+        T, K = self.codec.T, self.settings.candidates
+        out = []
+        for s, rows in enumerate(acts):
+            counts = np.array([self.codec.bid_counts(a, tokens[s]) for a in rows], dtype=np.int64).reshape(-1, T, 3)
+            out.append(distinct(counts, rows, K))
+        return out
 
     def _solve(self, positions: list[_Position], clock: _Clock, t: float) -> float:
         """Every position's payoffs (K_1, ..., K_n, n) over its candidates, the joint bids not in its cache played

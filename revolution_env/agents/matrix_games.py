@@ -13,8 +13,8 @@ A game of ``n`` seats is a payoff tensor ``U`` of shape ``(K_1, ..., K_n, n)``: 
   the simultaneous form (SearchBot's), for comparison. With more than two seats no regret dynamics is known to
   reach a Nash equilibrium in general (the averages approach a coarse correlated equilibrium): the solution
   reports its own gap (:func:`nash_conv`), so that a caller sees how far from an equilibrium it is.
-- :func:`zero_sum_lp` solves a two-player zero-sum matrix game exactly by linear programming (scipy's HiGHS,
-  imported only here: a caller without scipy uses regret matching).
+- :func:`zero_sum_lp` solves a two-player zero-sum matrix game exactly by linear programming (the simplex method,
+  compiled as regret matching is).
 - :func:`solve` picks between them. **Two seats** solve the zero-sum game of the payoff difference
   ``D = (U[..., 0] - U[..., 1]) / 2``. Where ``U`` is constant-sum (``U0 + U1 = c``), ``D = U0 - c / 2``: the same
   equilibria as ``U`` itself. Revolution!'s two-player game is not constant-sum with win/loss rewards: the puppet
@@ -103,6 +103,19 @@ def _check_iterations(iterations: object) -> int:
     return int(iterations)
 
 
+_COMPILED: dict = {}  # the compiled loops, each once it is needed
+
+
+def _compiled(function):
+    """``function`` compiled (``common.jit``), on first use: importing Numba where agent specs are read would load
+    it before the command line has checked its thread settings (``common.workers.check_thread_settings``)."""
+    if function.__name__ not in _COMPILED:
+        from revolution_env.common.jit import jit
+
+        _COMPILED[function.__name__] = jit(function)
+    return _COMPILED[function.__name__]
+
+
 def _rm_loop(payoffs: np.ndarray, actions: np.ndarray, offsets: np.ndarray, iterations: int,
              alternating: bool) -> np.ndarray:  # fmt: skip
     """RM+ with linear averaging over a game given as ``payoffs`` (J, n), one row per joint action, whose seats'
@@ -143,19 +156,6 @@ def _rm_loop(payoffs: np.ndarray, actions: np.ndarray, offsets: np.ndarray, iter
     return average
 
 
-_COMPILED: list = []  # the compiled loop, once it is needed
-
-
-def _compiled_loop():
-    """:func:`_rm_loop` compiled (``common.jit``), on first use: importing Numba where agent specs are read would load
-    it before the command line has checked its thread settings (``common.workers.check_thread_settings``)."""
-    if not _COMPILED:
-        from revolution_env.common.jit import jit
-
-        _COMPILED.append(jit(_rm_loop))
-    return _COMPILED[0]
-
-
 def regret_matching(payoffs: object, iterations: int = ITERATIONS, alternating: bool = True) -> Solution:
     """Every seat's average strategy after ``iterations`` of RM+ with linear averaging (the module's
     documentation), all seats learning at once in the game ``payoffs`` (K_1, ..., K_n, n) as given."""
@@ -165,44 +165,98 @@ def regret_matching(payoffs: object, iterations: int = ITERATIONS, alternating: 
     shape = U.shape[:-1]
     actions = np.indices(shape).reshape(n, -1).T.copy()  # (J, n) in the row-major order of U's joint actions
     offsets = np.concatenate([[0], np.cumsum(shape)]).astype(np.int64)
-    average = _compiled_loop()(np.ascontiguousarray(U.reshape(-1, n)), actions, offsets, iterations, bool(alternating))
+    average = _compiled(_rm_loop)(
+        np.ascontiguousarray(U.reshape(-1, n)), actions, offsets, iterations, bool(alternating)
+    )
     strategies = tuple(average[offsets[i] : offsets[i + 1]] / average[offsets[i] : offsets[i + 1]].sum()
                        for i in range(n))  # fmt: skip
     return Solution(strategies, profile_values(U, strategies), seat_gaps(U, strategies), "rm", False)
 
 
+PIVOT_TOLERANCE = 1e-10  # entries and reduced costs within this of 0 count as 0 in the simplex's choices
+
+
+def _game_simplex(B: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The simplex method on the column player's program of the game ``B`` (k, m), every entry at least 1: maximise
+    ``sum(w)`` subject to ``B w <= 1``, ``w >= 0``, from the basis of its slacks (feasible, since ``1 >= 0``), with
+    Bland's rule (the entering column the first that improves, ties in the ratio test to the lowest basic index),
+    which cannot cycle on the degenerate programs that games with repeated payoffs give. Returns ``(u, w, pivots)``:
+    ``u`` (k,) the slacks' reduced costs at the optimum, the row player's program's solution by LP duality (``min
+    sum(u)`` subject to ``B^T u >= 1``, ``u >= 0``), ``w`` (m,); ``pivots`` -1 where the pivot limit was reached."""
+    k, m = B.shape
+    n = m + k
+    T = np.zeros((k + 1, n + 1))
+    basis = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        for j in range(m):
+            T[i, j] = B[i, j]
+        T[i, m + i] = 1.0
+        T[i, n] = 1.0
+        basis[i] = m + i
+    for j in range(m):
+        T[k, j] = -1.0
+    limit = 50 * (n + 1)
+    pivots = 0
+    while True:
+        enter = -1
+        for j in range(n):
+            if T[k, j] < -PIVOT_TOLERANCE:
+                enter = j
+                break
+        if enter < 0:
+            break
+        if pivots == limit:
+            pivots = -1
+            break
+        leave = -1
+        best = 0.0
+        for i in range(k):
+            a = T[i, enter]
+            if a > PIVOT_TOLERANCE:
+                ratio = T[i, n] / a
+                if (
+                    leave < 0
+                    or ratio < best - PIVOT_TOLERANCE
+                    or (ratio <= best + PIVOT_TOLERANCE and basis[i] < basis[leave])
+                ):
+                    leave, best = i, ratio
+        # every column of B is positive, so some row bounds the entering column: leave >= 0
+        a = T[leave, enter]
+        for j in range(n + 1):
+            T[leave, j] /= a
+        for i in range(k + 1):
+            f = T[i, enter]
+            if i != leave and f != 0.0:
+                for j in range(n + 1):
+                    T[i, j] -= f * T[leave, j]
+        basis[leave] = enter
+        pivots += 1
+    u = np.empty(k)
+    for i in range(k):
+        u[i] = max(T[k, m + i], 0.0)
+    w = np.zeros(m)
+    for i in range(k):
+        if basis[i] < m:
+            w[basis[i]] = max(T[i, n], 0.0)
+    return u, w, pivots
+
+
 def zero_sum_lp(matrix: object) -> tuple[np.ndarray, np.ndarray, float]:
     """An exact equilibrium ``(x, y, v)`` of the two-player zero-sum game whose row player receives ``matrix``
     (K_1, K_2) and the column player its negation: ``x`` maximises the row player's guaranteed payoff ``v``, ``y``
-    minimises it. One linear program (scipy's HiGHS) gives both: ``x`` its solution, ``y`` the duals of its
-    constraints (by LP duality, the column player's minimax strategy), half the time of a second program.
-    ``ModuleNotFoundError`` without scipy."""
-    from scipy.optimize import linprog
-
+    minimises it. The classic reduction of a matrix game to one linear program: the matrix shifted so that every
+    entry is at least 1 (its value then positive, its equilibria the same), the column player's program solved by
+    the simplex method (:func:`_game_simplex`, compiled where Numba is installed), whose final reduced costs give
+    the row player's strategy; ``v`` the value, shifted back. For the small games of a round's search one compiled
+    simplex is far cheaper than a general solver's call (docs/experiments.md, "A round's equilibrium by search")."""
     A = np.asarray(matrix, dtype=np.float64)
     if A.ndim != 2 or 0 in A.shape or not np.isfinite(A).all():
         raise ValueError(f"matrix: expected a finite (K_1, K_2) array with K_1, K_2 >= 1, got shape {A.shape}")
-    # variables (x_1..x_k, v): maximise v  <=>  minimise -v, subject to v - x^T A[:, j] <= 0 for every column j
-    k, m = A.shape
-    cost = np.zeros(k + 1)
-    cost[-1] = -1.0
-    result = linprog(cost, A_ub=np.hstack([-A.T, np.ones((m, 1))]), b_ub=np.zeros(m),
-                     A_eq=[[1.0] * k + [0.0]], b_eq=[1.0], bounds=[(0, None)] * k + [(None, None)],
-                     method="highs")  # fmt: skip
-    if not result.success:  # pragma: no cover - a feasible, bounded LP: HiGHS solves it
-        raise ArithmeticError(f"zero_sum_lp: the linear program failed ({result.message})")
-    x = np.clip(result.x[:k], 0.0, None)
-    y = np.clip(-np.asarray(result.ineqlin.marginals, dtype=np.float64), 0.0, None)  # minimisation: duals <= 0
-    return x / x.sum(), y / y.sum(), float(result.x[-1])
-
-
-def has_scipy() -> bool:
-    """Whether :func:`zero_sum_lp` can run (scipy is in the ``train`` extra, not a dependency of the package)."""
-    try:
-        import scipy.optimize  # noqa: F401
-    except ModuleNotFoundError:
-        return False
-    return True
+    shift = 1.0 - float(A.min())
+    u, w, pivots = _compiled(_game_simplex)(np.ascontiguousarray(A + shift))
+    if pivots < 0 or u.sum() <= 0 or w.sum() <= 0:  # pragma: no cover - Bland's rule ends; the program is bounded
+        raise ArithmeticError(f"zero_sum_lp: the simplex method did not reach an optimum on a {A.shape} game")
+    return u / u.sum(), w / w.sum(), float(1.0 / w.sum() - shift)
 
 
 METHODS = ("auto", "lp", "rm")
@@ -210,9 +264,9 @@ METHODS = ("auto", "lp", "rm")
 
 def solve(payoffs: object, iterations: int = ITERATIONS, method: str = "auto", alternating: bool = True) -> Solution:
     """An equilibrium of the game ``payoffs`` (K_1, ..., K_n, n) as the module's documentation says: with two seats
-    the difference game ``D``, by linear programming (``"lp"``; ``"auto"`` where scipy is installed) or by regret
-    matching (``"rm"``); with more seats ``U`` by regret matching. ``values`` are always each seat's expected
-    payoff in ``U``; ``gaps`` those of the game solved (``D`` with two seats)."""
+    the difference game ``D``, by linear programming (``"lp"``, and ``"auto"``) or by regret matching (``"rm"``);
+    with more seats ``U`` by regret matching. ``values`` are always each seat's expected payoff in ``U``; ``gaps``
+    those of the game solved (``D`` with two seats)."""
     U = check_payoffs(payoffs)
     if method not in METHODS:
         raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
@@ -223,7 +277,7 @@ def solve(payoffs: object, iterations: int = ITERATIONS, method: str = "auto", a
         return regret_matching(U, iterations, alternating)
     half = 0.5 * (U[..., 0] - U[..., 1])
     D = np.stack([half, -half], axis=-1)
-    if method == "lp" or (method == "auto" and has_scipy()):
+    if method in ("lp", "auto"):
         x, y, _ = zero_sum_lp(half)
         strategies, how = (x, y), "lp"
     else:
