@@ -205,6 +205,15 @@ def seat_values(games: Sequence[Game], layout: ObservationLayout, value: Value) 
     return out
 
 
+def solved_payoff(values: np.ndarray, seat: int) -> np.ndarray:
+    """A seat's payoff in the game solved, from each player's payoff (``values``: (..., players)): its own value,
+    or with two players half the difference (the zero-sum game of :func:`.matrix_games.solve`)."""
+    values = np.asarray(values)
+    if values.shape[-1] == 2:
+        return 0.5 * (values[..., seat] - values[..., 1 - seat])
+    return values[..., seat]
+
+
 # --- the search --------------------------------------------------------------------------------------------------
 
 
@@ -383,10 +392,7 @@ class RoundSearcher:
         return (pool[i], codec.action_from_bid(pool[i])), t
 
     def _solved(self, values: np.ndarray, seat: int) -> float:
-        """A seat's payoff in the game solved: its own value, or with two players half the difference (D)."""
-        if self.players == 2:
-            return 0.5 * (values[seat] - values[1 - seat])
-        return values[seat]
+        return solved_payoff(values, seat)
 
     def _pool(self, seat: int, obs: np.ndarray, mask: np.ndarray, bids: np.ndarray, strategy: np.ndarray,
               held: np.ndarray, rng: np.random.Generator) -> np.ndarray:  # fmt: skip
