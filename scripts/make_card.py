@@ -328,7 +328,8 @@ def _pct(row: dict[str, Any]) -> str:
 
 
 def _opponents(names: list[str]) -> str:
-    return "+".join(f"`{re.sub(r'^checkpoints/', '', n)}`" for n in names)
+    """``copy``+``value``: a table's opponents, a copy of the bot (``checkpoints/NAME#2``) called a copy."""
+    return "+".join("a copy" if re.fullmatch(r"checkpoints/\w+#\d+", n) else f"`{n}`" for n in names)
 
 
 def figures_table(f: dict[str, Any], players: int) -> list[str]:
@@ -338,11 +339,15 @@ def figures_table(f: dict[str, Any], players: int) -> list[str]:
     if e:
         b = e["budget"]
         per = {k: "= (a)" if s and "same_as" in s else (_pct(s) if s else "none") for k, s in e["sources"].items()}
+        if e["sources"]["known"]:
+            per["known"] += f" (`{e['sources']['known']['agent']}`)"
         rows.append(("exploitability (a lower bound)",
                      f"**{_pct(e)}**, given by {e['given_by']}; (a) {per['copy']}, (b) {per['common']}, "
                      f"(c) {per['known']}",
                      f"{b['seeds']} seed(s) x {b['steps']:,} steps from each start, {b['games']} final games; "
-                     f"{b['known_games']} games a known agent; `{e['run']}`"))  # fmt: skip
+                     f"{b['known_games']} games a known agent; calibration "
+                     + (", ".join(f"{c['agent']} {_pct(c)}" for c in e["calibration"]) or "not run")
+                     + f"; `{e['run']}`"))  # fmt: skip
         commands.append(e["command"])
     else:
         rows.append(("exploitability (a lower bound)", "not measured by the three sources", ""))
