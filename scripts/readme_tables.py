@@ -14,7 +14,11 @@ own reports, ``docs/results/<folder>/results.json`` and ``exploit.json``:
 - worst training table: the worst table of the card's first gauntlet (its headline evaluation);
 - worst held-out table: the worst held-out table of the card's held-out gauntlet with the most games a table;
 - best response wins: the card's exploitability run with the most steps (for the benchmark's protocol, the best of
-  its seeds).
+  its seeds);
+- exploitability (source): the card's ``figures``: the three-source benchmark with the most steps, the source that
+  gave the maximum, its budget;
+- two draws the same bid: the card's tie rate, the bot as it plays and sampled (``PATH:sample``);
+- ms/decision: the card's milliseconds of CPU per decision on one core, bid and other decisions.
 """
 
 from __future__ import annotations
@@ -90,7 +94,36 @@ def results_row(card_path: Path) -> str:
         figures = run["exploitability"] if "exploitability" in run else run["final"]
         best = f"{_rate(figures)} ({_steps(run) / 1e6:.1f}M steps; {_link(folder, 'exploit.md', 'exploit.json')})"
     chance = 100 / card["env_options"]["players"]
-    return f"| [`{name}`](checkpoints/{name}.md) (chance {chance:.0f}%) | {trained} | {training} | {held} | {best} |"
+    figures = card.get("figures", {})
+    cells = [_exploitability(figures.get("exploitability")), _tie_rate(figures.get("tie_rate")),
+             _ms(figures.get("ms_per_decision"))]  # fmt: skip
+    return (f"| [`{name}`](checkpoints/{name}.md) (chance {chance:.0f}%) | {trained} | {training} | {held} | {best} | "
+            + " | ".join(cells) + " |")  # fmt: skip
+
+
+def _exploitability(e: dict[str, Any] | None) -> str:
+    """``73.8% [67.2, 79.4], (c) value-habit (20k steps, 200 games)``: the figure, its source, its budget."""
+    if not e:
+        return "not measured"
+    source = "(a) copy" if e["source"] == "copy" else "(b) common start" if e["source"] == "common" else "(c)"
+    if e["source"] == "known":
+        source += f" `{e['sources']['known']['agent']}`"
+    b = e["budget"]
+    return (f"{_rate(e)}, {source} ({b['steps'] / 1e3:.0f}k steps x {b['seeds']}, {b['games']} games; "
+            f"{_link(e['run'], 'exploit.md', 'exploit.json')})")  # fmt: skip
+
+
+def _tie_rate(t: dict[str, Any] | None) -> str:
+    if not t:
+        return "not measured"
+    words = {"as_played": "as it plays", "sampled": "sampled"}
+    return ", ".join(f"{words[k]} {100 * t[k]['tie_rate']:.1f}%" for k in words if k in t)
+
+
+def _ms(ms: dict[str, Any] | None) -> str:
+    if not ms:
+        return "not measured"
+    return f"bid {ms['bid']['cpu_ms_mean']:.2f}, other {ms['other']['cpu_ms_mean']:.2f}"
 
 
 def _steps(run: dict[str, Any]) -> int:
@@ -101,8 +134,9 @@ def _steps(run: dict[str, Any]) -> int:
 def results_table() -> str:
     cards = sorted(ROOT.glob("checkpoints/*.json"), key=lambda p: _read(p)["env_options"]["players"])
     lines = [
-        "| bot | trained | worst training table | worst held-out table | best response wins |",
-        "|---|---|---|---|---|",
+        "| bot | trained | worst training table | worst held-out table | best response wins | exploitability (source)"
+        " | two draws the same bid | ms/decision (one core) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     return "\n".join(lines + [results_row(card) for card in cards]) + "\n"
 

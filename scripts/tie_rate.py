@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 
 from revolution_env.evaluation.mixing import bid_mixing, collect_bid_states
 
@@ -52,7 +54,8 @@ def main() -> None:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"lineup": lineup, "games": args.games, "seed": args.seed, "players": args.players,
-                       "states": len(states), "reports": reports}, fh, indent=2)  # fmt: skip
+                       "states": len(states), "command": shlex.join(["python", *sys.argv]), "reports": reports}, fh,
+                      indent=2)  # fmt: skip
 
 
 if __name__ == "__main__":

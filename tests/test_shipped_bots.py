@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -79,6 +80,27 @@ def test_a_shipped_bots_card_is_up_to_date_with_its_results(name: str, tmp_path:
     shipped, rebuilt = (CHECKPOINTS / name).with_suffix(".md"), (tmp_path / name).with_suffix(".md")
     assert rebuilt.read_text() == shipped.read_text(), f"{shipped} is stale: rerun make_card.py {shipped} --refresh"
     assert json.loads(rebuilt.with_suffix(".json").read_text()) == json.loads(shipped.with_suffix(".json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_a_shipped_bots_card_opens_with_its_figures(name: str) -> None:
+    """Every figure of the card's opening table is measured, each with its command, and the card shows it first."""
+    path = CHECKPOINTS / name
+    figures = json.loads(path.with_suffix(".json").read_text())["figures"]
+    assert set(figures) == {"exploitability", "mirror", "held_out", "tie_rate", "ms_per_decision", "one_round_gap"}
+    missing = [key for key, figure in figures.items() if not figure]
+    assert not missing, f"{name}: not measured: {missing}"
+    exploit = figures["exploitability"]
+    assert set(exploit["sources"]) == {"copy", "common", "known"} and exploit["source"] in exploit["sources"]
+    assert exploit["win_rate"] == max(s["win_rate"] for s in exploit["sources"].values() if s and "win_rate" in s)
+    assert all(figures[key]["command"] for key in ("exploitability", "tie_rate", "ms_per_decision", "one_round_gap"))
+    bot = Path(name).stem
+    assert all(re.sub(r"#\d+$", "", o) != f"checkpoints/{bot}" for o in figures["held_out"]["opponents"])
+    worst = figures["mirror"]["worst"]
+    assert any(re.sub(r"#\d+$", "", o) == f"checkpoints/{bot}" for o in worst["opponents"])
+    assert worst["win_rate"] == min(t["win_rate"] for t in figures["mirror"]["tables"])
+    card = path.with_suffix(".md").read_text().splitlines()
+    assert card[2].startswith("| figure | measured |") and card[4].startswith("| exploitability (a lower bound) |")
 
 
 @functools.cache

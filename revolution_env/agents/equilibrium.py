@@ -295,6 +295,15 @@ class BatchedRounds:
         return [out[lo:hi] for lo, hi in zip(starts[:-1], starts[1:])]
 
 
+def solved_payoff(values: np.ndarray, seat: int) -> np.ndarray:
+    """A seat's payoff in the game solved, from each player's payoff (``values``: (..., players)): its own value,
+    or with two players half the difference (the zero-sum game of :func:`.matrix_games.solve`)."""
+    values = np.asarray(values)
+    if values.shape[-1] == 2:
+        return 0.5 * (values[..., seat] - values[..., 1 - seat])
+    return values[..., seat]
+
+
 # --- the search --------------------------------------------------------------------------------------------------
 
 
@@ -537,19 +546,13 @@ class RoundSearcher:
         """The pool bid of ``seat`` that does best against the others' strategies (:meth:`_pool_rows`, played), with
         its action, where it gains more than ``oracle_gain`` over the seat's own strategy in the game solved; else
         None."""
-        payoff = np.stack([self._solved(cache[k], seat) for k in keys]) * np.array(weights)
+        payoff = np.stack([solved_payoff(cache[k], seat) for k in keys]) * np.array(weights)
         worth = payoff.reshape(-1, len(pool)).sum(0)  # (pool,): each pool bid against the others' mixture
-        mine = self._solved(solution.values, seat)
+        mine = solved_payoff(solution.values, seat)
         i = int(np.argmax(worth))
         if worth[i] - mine <= self.settings.oracle_gain:
             return None
         return pool[i], self.codec.action_from_bid(pool[i])
-
-    def _solved(self, values: np.ndarray, seat: int) -> float:
-        """A seat's payoff in the game solved: its own value, or with two players half the difference (D)."""
-        if self.players == 2:
-            return 0.5 * (values[seat] - values[1 - seat])
-        return values[seat]
 
     def _pool(self, seat: int, obs: np.ndarray, mask: np.ndarray, bids: np.ndarray, strategy: np.ndarray,
               held: np.ndarray, rng: np.random.Generator) -> np.ndarray:  # fmt: skip
