@@ -521,3 +521,37 @@ def test_the_appraisal_stand_in_is_the_heuristics_margin_level_at_the_start_and_
         out = np.zeros(len(obs))
         plain(obs.astype(np.float32), *bot.static, tuple(bot.judgement.as_floats()), out)
         assert (out == margins).all(), seed
+
+
+def test_a_rollout_plays_the_blueprint_on_to_the_state_the_value_scores_and_to_the_end_needs_no_value():
+    """``rollout=N``: after the round searched, the blueprint bids for every seat and decides the rounds' other
+    decisions for N more rounds on the same rows. Played past the round limit every row ends, so every payoff is a
+    final reward and the value is never asked; one round on, the value scores later states than without it."""
+    from revolution_env.agents.equilibrium import BatchedRounds
+
+    options = {"players": 2, "max_rounds": 8}
+    layout = observation_layout(**options)
+    chooser = FirstLegal(**options)
+    game = position(options, 3, 2)
+    bids = np.stack([random_bids(game, np.random.default_rng(i)) for i in range(6)])
+
+    def never(observations):
+        raise AssertionError("the value was asked for a row that the rollout should have ended")
+
+    ended = BatchedRounds(layout).payoffs_many([game], [bids], chooser, never, rollout=20)[0]
+    assert set(np.unique(ended).tolist()) <= {-1.0, 1.0}
+    rounds_seen = []
+
+    def the_round(observations):
+        rounds_seen.extend(layout.decode(o).round for o in observations)
+        return np.zeros(len(observations))
+
+    BatchedRounds(layout).payoffs_many([game], [bids], chooser, the_round, rollout=0)
+    right_after, rounds_seen[:] = set(rounds_seen), []
+    BatchedRounds(layout).payoffs_many([game], [bids], chooser, the_round, rollout=2)
+    assert right_after == {game.round + 1} and set(rounds_seen) <= {game.round + 3} and rounds_seen
+    with pytest.raises(ValueError, match="rollout: .*batched engine only"):
+        Settings(rollout=1, engine="scalar")
+    with pytest.raises(ValueError, match="rollout: expected an integer at least 0"):
+        Settings(rollout=-1)
+    assert parse_spec("equilibrium:rollout=5:value")[0] == {"rollout": 5}

@@ -68,7 +68,9 @@ class Settings:
     """The options of a search. ``candidates``: bids per seat before the double oracle (K); ``iterations``: of
     regret matching; ``pool``: bids scored per seat and oracle round; ``oracle``: double-oracle rounds (0: none);
     ``oracle_gain``: what a best response must gain, in the game solved, to join; ``method``: the solver
-    (:data:`.matrix_games.METHODS`); ``engine``: where the joint bids are played (:data:`ENGINES`)."""
+    (:data:`.matrix_games.METHODS`); ``engine``: where the joint bids are played (:data:`ENGINES`); ``rollout``:
+    rounds the blueprint plays on after the round searched, every seat, before the value scores the state (0: the
+    state right after it; the batched engine only)."""
 
     candidates: int = 4
     iterations: int = 1000
@@ -77,11 +79,12 @@ class Settings:
     oracle_gain: float = 0.02
     method: str = "auto"
     engine: str = "batched"
+    rollout: int = 0
 
     def __post_init__(self) -> None:
         for name in ("candidates", "iterations"):
             _check_int(name, getattr(self, name), 1)
-        for name in ("pool", "oracle"):
+        for name in ("pool", "oracle", "rollout"):
             _check_int(name, getattr(self, name), 0)
         gain = self.oracle_gain
         if isinstance(gain, bool) or not isinstance(gain, numbers.Real) or not gain >= 0:
@@ -90,6 +93,10 @@ class Settings:
             raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {self.method!r}")
         if self.engine not in ENGINES:
             raise ValueError(f"engine: expected one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.rollout and self.engine != "batched":
+            raise ValueError(
+                "rollout: the blueprint plays on after the round on the batched engine only (engine=batched)"
+            )
 
 
 def _check_int(name: str, value: Any, least: int) -> None:
@@ -251,9 +258,10 @@ class BatchedRounds:
         return self.payoffs_many([game], [joint_bids], chooser, value, None if coin is None else [coin])[0]
 
     def payoffs_many(self, games: Sequence[Game], joint_bids: Sequence[np.ndarray], chooser: Agent, value: Value,
-                     coins: Sequence[int] | None = None) -> list[np.ndarray]:  # fmt: skip
+                     coins: Sequence[int] | None = None, rollout: int = 0) -> list[np.ndarray]:  # fmt: skip
         """:meth:`payoffs` of many positions in one batch (each ``games[i]`` with its ``joint_bids[i]``, on rows of
-        its own, in order): the engine's steps, the chooser's and the value's calls over the rows of all of them."""
+        its own, in order): the engine's steps, the chooser's and the value's calls over the rows of all of them.
+        ``rollout``: rounds ``chooser`` then plays on in every seat (:class:`Settings`) before the value."""
         L, view = self.codec.layout, self.view
         P = L.players
         sizes = [len(j) for j in joint_bids]
@@ -271,14 +279,17 @@ class BatchedRounds:
             ruled = priority_by_rule_batch(clean_bids_batch(bids, L)[0], L)
             priority = np.where(ruled >= 0, -1, np.repeat(np.asarray(coins, dtype=np.int64), sizes))
         batch.submit_bids(rows, bids, priority=priority)
-        while True:
-            waiting = rows[batch.kind[:m] >= int(Decision.GUY)]
-            if not len(waiting):
+        self._to_bids(batch, rows, chooser)
+        for _ in range(rollout):  # the blueprint plays on, every seat, its coins the batch's own
+            live = rows[~batch.over[:m]]
+            if not len(live):
                 break
-            seats, kinds = batch.decider[waiting].copy(), batch.kind[waiting].copy()
-            obs, masks = view.observe_and_mask(batch, waiting, seats, kinds)
-            actions = act_batch(chooser, obs, masks, kinds)
-            batch.choose(waiting, view.engine_choices(actions[:, 0], seats, kinds))
+            at, seats = np.repeat(live, P), np.tile(np.arange(P), len(live))
+            kinds = np.full(len(at), int(BID))
+            obs, masks = view.observe_and_mask(batch, at, seats, kinds)
+            counts = view.bid_counts(act_batch(chooser, obs, masks, kinds), batch.tokens[at, seats])
+            batch.submit_bids(live, np.ascontiguousarray(counts.reshape(len(live), P, *counts.shape[1:])))
+            self._to_bids(batch, live, chooser)
         out = np.zeros((m, P))
         over = batch.over[:m]
         ended = rows[over]
@@ -293,6 +304,19 @@ class BatchedRounds:
             obs = view.observe(batch, at, seats, np.full(len(at), int(BID)))
             out[live] = np.asarray(value(obs), dtype=np.float64).reshape(len(live), P)
         return [out[lo:hi] for lo, hi in zip(starts[:-1], starts[1:])]
+
+    def _to_bids(self, batch: BatchedGame, rows: np.ndarray, chooser: Agent) -> None:
+        """``rows`` played on, ``chooser`` deciding for every row that waits for a Guy, Spy, Apothecary or Remove
+        decision (one ``act_batch`` a step, in row order), until each is at a bid decision or over."""
+        view = self.view
+        while True:
+            waiting = rows[batch.kind[rows] >= int(Decision.GUY)]
+            if not len(waiting):
+                return
+            seats, kinds = batch.decider[waiting].copy(), batch.kind[waiting].copy()
+            obs, masks = view.observe_and_mask(batch, waiting, seats, kinds)
+            actions = act_batch(chooser, obs, masks, kinds)
+            batch.choose(waiting, view.engine_choices(actions[:, 0], seats, kinds))
 
 
 def solved_payoff(values: np.ndarray, seat: int) -> np.ndarray:
@@ -502,7 +526,7 @@ class RoundSearcher:
         if self.rounds is not None:
             games, joints = [at.game for at, _, _ in wanted], [np.stack(rows) for _, rows, _ in wanted]
             coins = None if self.codec.layout.scheming < 0 else [at.coin for at, _, _ in wanted]
-            values = self.rounds.payoffs_many(games, joints, self.chooser, self.value, coins)
+            values = self.rounds.payoffs_many(games, joints, self.chooser, self.value, coins, self.settings.rollout)
             t = clock.add("rounds", t)  # the values inside: the batched rounds end in one call of the value
         else:
             values = []
@@ -657,6 +681,7 @@ OPTIONS = {  # the spec's keys: (Settings field or agent option, type)
     "gain": ("oracle_gain", float),
     "method": ("method", str),
     "engine": ("engine", str),
+    "rollout": ("rollout", int),
     "seed": ("seed", int),
     "value": ("value", str),
     "critic": ("critic", str),
