@@ -130,6 +130,10 @@ def test_experiment_configs_load(path):
         from revolution_training.psro import load_psro_config
 
         config, _ = load_psro_config(path)
+    elif "\niterate:" in path.read_text(encoding="utf-8"):  # policy iteration: the training config and its iterate:
+        from revolution_training.search_iteration import load_iterate_config
+
+        config, _ = load_iterate_config(path)
     else:
         config = load_config(path)
     assert config.league.p_latest + config.league.p_past + config.league.p_heuristics == pytest.approx(1.0)

@@ -57,7 +57,6 @@ from revolution_env.env.core import final_rewards
 
 STATE = "iterate.json"
 STATE_FORMAT = "revolution-iterate"
-BEST = "best.pt"
 
 
 @dataclass
@@ -364,7 +363,7 @@ def run_iterate(config: Any, iterate: IterateConfig, out: str | Path, resume: bo
     """Run (or continue) policy iteration into ``out``; returns the final ``iterate.json`` content."""
     from revolution_training.checkpoint import read_checkpoint, save_checkpoint
     from revolution_training.config import from_dict
-    from revolution_training.train import evaluate
+    from revolution_training.train import BEST, evaluate
 
     out = Path(out)
     state_file = out / STATE

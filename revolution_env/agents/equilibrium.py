@@ -39,18 +39,20 @@ import numbers
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from revolution_env.agents.base import Agent, RandomAgent, act_batch
 from revolution_env.agents.matrix_games import METHODS, Solution, solve
-from revolution_env.engine.batched import BatchedGame, clean_bids_batch, priority_by_rule_batch
 from revolution_env.engine.game import BID, Decision, Game
-from revolution_env.env.batched import BatchedView
 from revolution_env.env.core import MARGIN_SCALE, final_rewards
 from revolution_env.env.observation import ObservationLayout
 from revolution_env.env.reconstruct import game_from_observation
+
+if TYPE_CHECKING:  # the batched engine is imported where a search first plays on it: it loads Numba, which reads
+    # NUMBA_NUM_THREADS as it loads, and the command line checks that setting after importing the agents
+    from revolution_env.engine.batched import BatchedGame
 
 PREFIX = "equilibrium:"
 HEURISTIC_BIDS = ("value", "bargain", "area")  # the heuristics whose bid for each seat is always a candidate
@@ -239,11 +241,15 @@ class BatchedRounds:
     needed."""
 
     def __init__(self, layout: ObservationLayout) -> None:
+        from revolution_env.env.batched import BatchedView
+
         self.layout, self.codec = layout, layout.codec
         self.view = BatchedView(layout.codec, layout)
         self.batch: BatchedGame | None = None
 
     def _rows(self, m: int) -> BatchedGame:
+        from revolution_env.engine.batched import BatchedGame
+
         if self.batch is None or self.batch.n < m:
             n = max(m, 64, 0 if self.batch is None else 2 * self.batch.n)
             seeds = np.zeros(n, dtype=np.int64)  # its coins are never drawn: each round is given the position's
@@ -276,6 +282,8 @@ class BatchedRounds:
         if L.scheming >= 0:  # D9: the rule where it decides, else the coin every copy of the position flips
             if coins is None:
                 coins = [game.next_coin() for game in games]
+            from revolution_env.engine.batched import clean_bids_batch, priority_by_rule_batch
+
             ruled = priority_by_rule_batch(clean_bids_batch(bids, L)[0], L)
             priority = np.where(ruled >= 0, -1, np.repeat(np.asarray(coins, dtype=np.int64), sizes))
         batch.submit_bids(rows, bids, priority=priority)
