@@ -18,10 +18,8 @@ import json
 import shlex
 import sys
 
-from revolution_env.evaluation.mixing import collect_bid_states
+from revolution_env.evaluation.mixing import STATES_FROM, collect_bid_states
 from revolution_env.evaluation.round_gap import VALUES, one_round_gap
-
-DEFAULT_STATES = ["value", "bargain", "area", "random"]
 
 
 def main() -> None:
@@ -39,7 +37,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="write the reports here")
     args = parser.parse_args()
-    lineup = args.states_from or DEFAULT_STATES[: args.players]
+    lineup = args.states_from or list(STATES_FROM[: args.players])
     try:
         states = collect_bid_states(lineup, args.games, args.seed, players=args.players)
     except ValueError as exc:

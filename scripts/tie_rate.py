@@ -18,9 +18,7 @@ import json
 import shlex
 import sys
 
-from revolution_env.evaluation.mixing import bid_mixing, collect_bid_states
-
-DEFAULT_STATES = ["value", "bargain", "area", "random"]
+from revolution_env.evaluation.mixing import STATES_FROM, bid_mixing, collect_bid_states
 
 
 def main() -> None:
@@ -33,7 +31,7 @@ def main() -> None:
     parser.add_argument("--last-round", type=int, default=12, help="the rounds from this one are pooled in one row")
     parser.add_argument("--json", default=None, help="write the reports here")
     args = parser.parse_args()
-    lineup = args.states_from or DEFAULT_STATES[: args.players]
+    lineup = args.states_from or list(STATES_FROM[: args.players])
     states = collect_bid_states(lineup, args.games, args.seed, players=args.players)
     print(f"{len(states)} bid decisions from {args.games} games of {', '.join(lineup)} ({args.players} players)")
     reports = []

@@ -7,6 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
+from blotto import characters_won
 from recording import Recording
 
 from revolution_env.agents.base import RandomAgent
@@ -49,20 +50,6 @@ def position(options: dict, seed: int, rounds: int) -> Game:
             game.choose(random_choice(game, rng))
     assert game.decision is not None and game.decision.kind == BID
     return game
-
-
-def characters_won(layout) -> callable:
-    """A value that makes a round a Blotto game over the characters: at the next bid decision, the observer's
-    characters won last round minus the most any other seat won, over the number of characters (from the
-    observation's ``winners``, relative seats)."""
-    f = layout.features["winners"]
-    S, C = layout.seats, layout.n_characters
-
-    def value(observations: np.ndarray) -> np.ndarray:
-        won = observations[:, f.start : f.stop].reshape(len(observations), -1, S + 2)[:, :C, 2:].sum(1)
-        return (won[:, 0] - won[:, 1:].max(1)) / C
-
-    return value
 
 
 def blotto_payoffs(game: Game, joint: np.ndarray) -> np.ndarray:

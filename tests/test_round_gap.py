@@ -8,25 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from blotto import characters_won
 
 from revolution_env.agents.base import Agent, RandomAgent
 from revolution_env.evaluation.mixing import collect_bid_states
 from revolution_env.evaluation.round_gap import SOURCES, one_round_gap
 
 CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
-
-
-def characters_won(layout):
-    """At the next bid decision, the observer's characters won last round minus the most any other seat won, over
-    the number of characters: the round as a Colonel Blotto game (as tests/test_equilibrium.py scores it)."""
-    f = layout.features["winners"]
-    S, C = layout.seats, layout.n_characters
-
-    def value(observations: np.ndarray) -> np.ndarray:
-        won = observations[:, f.start : f.stop].reshape(len(observations), -1, S + 2)[:, :C, 2:].sum(1)
-        return (won[:, 0] - won[:, 1:].max(1)) / C
-
-    return value
 
 
 class OneBid(Agent):

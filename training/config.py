@@ -943,6 +943,41 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def load_config_with(path: str | Path, section: str, missing: str, staged: str) -> tuple[TrainConfig, dict[str, Any]]:
+    """A training config with one more section of a command's own (``psro:``, ``iterate:``): the config, and that
+    section as written (its command checks it). ``missing``: the error where the section is not there; ``staged``:
+    where the config is a recipe's stages, which such a command does not run."""
+    path = Path(path)
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict) or not isinstance(data.get(section), dict):
+        raise ValueError(f"{path}: {missing}")
+    mine = data.pop(section)
+    config = from_dict(data, str(path))
+    if config.stages:
+        raise ValueError(f"{path}: stages: {staged}")
+    return config, mine
+
+
+def command_section(kind: type, name: str, mapping: Mapping[str, Any], where: str) -> Any:
+    """A command's own section (``kind``, a dataclass with a ``check()`` method) from its ``mapping``: an unknown key,
+    or what ``check()`` refuses, raises ``ValueError`` in one line that starts with ``where``."""
+    names = {f.name for f in dataclasses.fields(kind)}
+    for key in mapping:
+        if key not in names:
+            raise ValueError(f"{where}: {name}: {key}: unknown option (options: {', '.join(sorted(names))})")
+    section = kind(**mapping)
+    try:
+        section.check()
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return section
+
+
 def load_config(path: str | Path, stored: bool = False) -> TrainConfig:
     """Read a YAML config: the run's keys at the top and one mapping per section (missing keys take the defaults).
     ``stored``: a recipe folder's own ``recipe.yaml``, which may predate the sections (:func:`from_dict`)."""

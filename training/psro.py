@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from revolution_training.config import TrainConfig, _UniqueKeyLoader, from_dict
+from revolution_training.config import TrainConfig, command_section, from_dict, load_config_with
 from revolution_training.meta import opponent_sets, regret, solve
 
 from revolution_env.agents.loading import is_checkpoint
@@ -87,31 +87,10 @@ class PsroConfig:
 
 def load_psro_config(path: str | Path) -> tuple[TrainConfig, PsroConfig]:
     """The oracle's training config and the ``psro:`` section of a PSRO config file."""
-    import yaml
-
-    path = Path(path)
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("psro"), dict):
-        raise ValueError(f"{path}: a PSRO config needs a psro: section (population, iterations, payoff_games)")
-    section = data.pop("psro")
-    names = {f.name for f in dataclasses.fields(PsroConfig)}
-    for key in section:
-        if key not in names:
-            raise ValueError(f"{path}: psro: {key}: unknown option (options: {', '.join(sorted(names))})")
-    psro = PsroConfig(**section)
-    try:
-        psro.check()
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
-    oracle = from_dict(data, str(path))
-    if oracle.stages:
-        raise ValueError(f"{path}: stages: a PSRO oracle is one run per best response, not a recipe")
-    return oracle, psro
+    missing = "a PSRO config needs a psro: section (population, iterations, payoff_games)"
+    staged = "a PSRO oracle is one run per best response, not a recipe"
+    oracle, section = load_config_with(path, "psro", missing, staged)
+    return oracle, command_section(PsroConfig, "psro", section, str(path))
 
 
 # --- the payoff table ------------------------------------------------------------------------------------------

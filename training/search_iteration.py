@@ -110,37 +110,17 @@ class IterateConfig:
 
 def load_iterate_config(path: str | Path) -> tuple[Any, IterateConfig]:
     """The training config and the ``iterate:`` section of a policy-iteration config file."""
-    import yaml
-    from revolution_training.config import _UniqueKeyLoader, from_dict
+    from revolution_training.config import load_config_with
 
-    path = Path(path)
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("iterate"), dict):
-        raise ValueError(f"{path}: a policy-iteration config needs an iterate: section (start, iterations, games)")
-    section = data.pop("iterate")
-    iterate = iterate_section(section, str(path))
-    config = from_dict(data, str(path))
-    if config.stages:
-        raise ValueError(f"{path}: stages: policy iteration is one run, not a recipe")
-    return config, iterate
+    missing = "a policy-iteration config needs an iterate: section (start, iterations, games)"
+    config, section = load_config_with(path, "iterate", missing, "policy iteration is one run, not a recipe")
+    return config, iterate_section(section, str(path))
 
 
 def iterate_section(section: dict[str, Any], where: str) -> IterateConfig:
-    names = {f.name for f in dataclasses.fields(IterateConfig)}
-    for key in section:
-        if key not in names:
-            raise ValueError(f"{where}: iterate: {key}: unknown option (options: {', '.join(sorted(names))})")
-    iterate = IterateConfig(**section)
-    try:
-        iterate.check()
-    except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
-    return iterate
+    from revolution_training.config import command_section
+
+    return command_section(IterateConfig, "iterate", section, where)
 
 
 # --- games with the search in every seat --------------------------------------------------------------------------

@@ -52,6 +52,9 @@ class BidStates:
         return len(self.observations)
 
 
+STATES_FROM = ("value", "bargain", "area", "random")  # the first `players` of these give the states by default
+
+
 def collect_bid_states(lineup: Sequence[str], games: int, seed: int = 0, **env_options: Any) -> BidStates:
     """Every seat's bid decisions in ``games`` games of ``lineup`` (agent specs, one per seat, rotated one seat each
     game so that every agent plays every seat); game ``i`` is seeded ``seed + i``."""
