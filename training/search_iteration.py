@@ -162,8 +162,19 @@ def play_games(job: GameJob) -> dict[str, Any]:
     rows: dict[str, list] = {k: [] for k in ("obs", "mask", "kind", "seat", "game", "value", "first", "count")}
     candidates: list[np.ndarray] = []
     probs: list[np.ndarray] = []
+    held = 0  # candidates recorded so far: where the next row's start
     searched = pure = rounds = 0
     seconds = 0.0
+
+    def record(g: int, s: int, kind: int, value: float, actions: np.ndarray, p: np.ndarray) -> None:
+        nonlocal held
+        for key, item in (("obs", layout.build(game, s, kind)), ("mask", codec.mask(game, s, kind)), ("kind", kind),
+                          ("seat", s), ("game", g), ("value", value), ("first", held), ("count", len(p))):  # fmt: skip
+            rows[key].append(item)
+        candidates.append(np.asarray(actions, dtype=np.int64).reshape(len(p), -1))
+        probs.append(p)
+        held += len(p)
+
     for g, seed in enumerate(job.seeds):
         rng = np.random.default_rng(seed)
         chooser.reset(int(rng.integers(2**31)))
@@ -180,36 +191,18 @@ def play_games(job: GameJob) -> dict[str, Any]:
                 picks = []
                 for s in range(players):
                     p = np.asarray(x[s], dtype=np.float64) / float(np.sum(x[s]))
-                    rows["obs"].append(layout.build(game, s, BID))
-                    rows["mask"].append(codec.mask(game, s, BID))
-                    rows["kind"].append(int(BID))
-                    rows["seat"].append(s)
-                    rows["game"].append(g)
-                    rows["value"].append(values[s])
-                    rows["first"].append(sum(len(c) for c in candidates))
-                    rows["count"].append(len(p))
-                    candidates.append(np.asarray(found.actions[s], dtype=np.int64))
-                    probs.append(p)
+                    record(g, s, int(BID), float(values[s]), found.actions[s], p)
                     pure += int(p.max() >= 0.99)
                     picks.append(int(rng.choice(len(p), p=p)))
                 searched += players
                 rounds += 1
                 game.submit_bids(np.stack([found.bids[s][i] for s, i in enumerate(picks)]))
             else:
-                s, kind = d.seat, d.kind
+                s, kind = d.seat, int(d.kind)
                 obs, mask = layout.build(game, s, kind), codec.mask(game, s, kind)
-                action = act_batch(chooser, obs[None], mask[None], np.array([int(kind)]))[0]
+                action = act_batch(chooser, obs[None], mask[None], np.array([kind]))[0]
                 own.append(len(rows["obs"]))
-                rows["obs"].append(obs)
-                rows["mask"].append(mask)
-                rows["kind"].append(int(kind))
-                rows["seat"].append(s)
-                rows["game"].append(g)
-                rows["value"].append(0.0)
-                rows["first"].append(sum(len(c) for c in candidates))
-                rows["count"].append(1)
-                candidates.append(np.asarray(action, dtype=np.int64)[None])
-                probs.append(np.ones(1))
+                record(g, s, kind, 0.0, action, np.ones(1))
                 game.choose(codec.choice(int(action[0]), s, kind))
         seats = np.arange(players)
         support = np.broadcast_to(np.asarray(game.final["support"]), (players, len(game.final["support"])))
