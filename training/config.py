@@ -943,17 +943,27 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _read_yaml(path: Path) -> Any:
+    """The YAML document in ``path`` (None where it is empty), or ``ValueError`` in one line saying why not."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader that refuses duplicate keys
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise ValueError(f"{path}: not valid YAML: {problem}{where}") from None
+
+
 def load_config_with(path: str | Path, section: str, missing: str, staged: str) -> tuple[TrainConfig, dict[str, Any]]:
     """A training config with one more section of a command's own (``psro:``, ``iterate:``): the config, and that
     section as written (its command checks it). ``missing``: the error where the section is not there; ``staged``:
     where the config is a recipe's stages, which such a command does not run."""
     path = Path(path)
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    data = _read_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get(section), dict):
         raise ValueError(f"{path}: {missing}")
     mine = data.pop(section)
@@ -982,17 +992,7 @@ def load_config(path: str | Path, stored: bool = False) -> TrainConfig:
     """Read a YAML config: the run's keys at the top and one mapping per section (missing keys take the defaults).
     ``stored``: a recipe folder's own ``recipe.yaml``, which may predate the sections (:func:`from_dict`)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader that refuses duplicate keys
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        raise ValueError(f"{path}: not valid YAML: {problem}{where}") from None
+    data = _read_yaml(path)
     if data is None:  # an empty file is a mistake (a failed edit, a wrong path), not "all defaults"
         raise ValueError(f"{path}: the config is empty (give at least one key, e.g. game: {{players: 3}})")
     return from_dict(data, str(path), stored)

@@ -165,16 +165,12 @@ def _relative(spec: str, out: Path) -> str:
 def run_psro(oracle: TrainConfig, psro: PsroConfig, out: str | Path, resume: bool = False,
              progress: bool = False) -> dict[str, Any]:  # fmt: skip
     """Run (or continue) PSRO into ``out``; returns the final ``population.json`` content."""
-    from revolution_training.train import BEST, LATEST, read_state, train
+    from revolution_training.train import BEST, LATEST, command_state, read_state, train
 
     out = Path(out)
     state_file = out / STATE
-    if state_file.exists() and not resume:
-        raise ValueError(f"{out}: already holds a PSRO run; pass --resume to continue it, or another --out")
-    if resume and not state_file.exists():
-        raise ValueError(f"{out}: no PSRO run to resume (no {STATE})")
-    if resume:
-        state = json.loads(state_file.read_text(encoding="utf-8"))
+    state = command_state(state_file, resume, "PSRO")
+    if state is not None:
         oracle = from_dict(state["oracle"], str(state_file), stored=True)  # perhaps from before the sections
         psro = PsroConfig(**state["psro"])
     else:

@@ -316,7 +316,8 @@ def chunk_jobs(config: Any, iterate: IterateConfig, policy: str, k: int, folder:
 
 
 def play_iteration(jobs: list[GameJob], workers: int, ray_address: str | None, say: Any) -> list[dict[str, Any]]:
-    """Every job's games, those saved before read back (their measures are in the run's state)."""
+    """The games of every job not saved yet, and what each of those measured (a chunk saved before a kill is read
+    back by the caller; its measures were not kept, so an iteration's search time covers the chunks played here)."""
     from revolution_env.common.workers import run_in_processes, run_on_ray
 
     todo = [j for j in jobs if not Path(j.out).exists()]
@@ -336,16 +337,12 @@ def run_iterate(config: Any, iterate: IterateConfig, out: str | Path, resume: bo
     """Run (or continue) policy iteration into ``out``; returns the final ``iterate.json`` content."""
     from revolution_training.checkpoint import read_checkpoint, save_checkpoint
     from revolution_training.config import from_dict
-    from revolution_training.train import BEST, evaluate
+    from revolution_training.train import BEST, command_state, evaluate
 
     out = Path(out)
     state_file = out / STATE
-    if state_file.exists() and not resume:
-        raise ValueError(f"{out}: already holds a policy-iteration run; pass --resume to continue it, or another --out")
-    if resume and not state_file.exists():
-        raise ValueError(f"{out}: no policy-iteration run to resume (no {STATE})")
-    if resume:
-        state = json.loads(state_file.read_text(encoding="utf-8"))
+    state = command_state(state_file, resume, "policy-iteration")
+    if state is not None:
         if state.get("format") != STATE_FORMAT:
             raise ValueError(f"{state_file}: not a policy-iteration state")
         config = from_dict(state["config"], str(state_file), stored=True)

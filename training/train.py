@@ -116,6 +116,17 @@ def read_state(out: str | Path) -> dict[str, Any] | None:
     return state
 
 
+def command_state(state_file: Path, resume: bool, what: str) -> dict[str, Any] | None:
+    """The saved state of a command's run (``psro``, ``iterate``) to ``resume``, or None for a new run; a folder that
+    already holds one run without ``resume``, or ``resume`` without one, raises ``ValueError`` naming ``what``."""
+    out = state_file.parent
+    if state_file.exists() and not resume:
+        raise ValueError(f"{out}: already holds a {what} run; pass --resume to continue it, or another --out")
+    if resume and not state_file.exists():
+        raise ValueError(f"{out}: no {what} run to resume (no {state_file.name})")
+    return json.loads(state_file.read_text(encoding="utf-8")) if resume else None
+
+
 def remove_temporaries(out: Path) -> None:
     """Temporary files left by a killed save (``.<name>.<random>.tmp``) or evaluation (``learner_<step>.pt``)."""
     for folder in (out, out / "saves", out / "league"):
