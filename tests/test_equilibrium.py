@@ -349,6 +349,8 @@ def test_the_spec_loads_names_and_refuses_what_it_cannot_play():
         ("equilibrium:depth=2:value", "unknown option 'depth'"),
         ("equilibrium:k=four:value", "is not an integer"),
         ("equilibrium:value=oracle:value", "value='oracle'"),
+        (f"equilibrium:play=best:value=margin:{BOT}", "play='best'"),
+        ("equilibrium:play=sample:value", "play= is how a checkpoint plays"),
     ]:
         assert match in spec_problem(bad), bad
         with pytest.raises(ValueError, match=match):
@@ -374,6 +376,10 @@ def test_a_checkpoint_without_a_critic_says_so_and_plays_with_a_stand_in_or_a_cr
     agent.reset(1)
     agent.act(observation, {"decision": Decision.BID})
     assert agent.last.bids[0].shape[0] >= 3
+    # the round's other decisions and the rollouts: the checkpoint's argmax, or its samples with play=sample
+    assert agent.chooser.deterministic
+    sampled = load_agent(f"equilibrium:k=3:pool=8:play=sample:value=margin:{BOT}", players=2)
+    assert not sampled.chooser.deterministic and sampled.searcher.chooser is sampled.chooser
     # a critic, where the checkpoint carries one, scores the states (here one that prefers more Gold held)
     from revolution_env.agents import checkpoint
     from revolution_env.agents.checkpoint import PolicyAgent

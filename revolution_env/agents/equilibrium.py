@@ -693,8 +693,12 @@ OPTIONS = {  # the spec's keys: (Settings field or agent option, type)
     "seed": ("seed", int),
     "value": ("value", str),
     "critic": ("critic", str),
+    "play": ("play", str),
 }
 VALUES = ("critic", "appraisal", "margin")  # value=: the checkpoint's critic (or critic=PATH's), or a stand-in
+# play=: how a checkpoint makes the round's other decisions and the rollouts' bids: its argmax, or drawn from its
+# distribution (a policy trained to be sampled: its factorised argmax can be a bid it rarely plays)
+PLAYS = ("argmax", "sample")
 
 
 def is_equilibrium(spec: Any) -> bool:
@@ -723,11 +727,18 @@ def parse_spec(spec: str) -> tuple[dict[str, Any], str]:
         raise ValueError(f"{spec!r}: expected {PREFIX}[KEY=VALUE:]...POLICY, POLICY a heuristic or a checkpoint file")
     if options.get("value", "margin") not in VALUES:
         raise ValueError(f"{spec!r}: value={options['value']!r}: expected one of {', '.join(VALUES)}")
+    if options.get("play", "argmax") not in PLAYS:
+        raise ValueError(f"{spec!r}: play={options['play']!r}: expected one of {', '.join(PLAYS)}")
     return options, rest
 
 
+def play_problem(spec: str, policy: str) -> str:
+    """Why ``play=`` is refused with a named ``policy``, which plays as it always does."""
+    return f"{spec!r}: play= is how a checkpoint plays; {policy} plays as it always does"
+
+
 def spec_settings(options: dict[str, Any]) -> Settings:
-    return Settings(**{k: v for k, v in options.items() if k not in ("seed", "value", "critic")})
+    return Settings(**{k: v for k, v in options.items() if k not in ("seed", "value", "critic", "play")})
 
 
 def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str], bool],
@@ -743,7 +754,8 @@ def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str
     (:func:`.checkpoint.load_critic`: a critic file that ``revolution fit-critic`` wrote for agents without a
     network, or a policy checkpoint's critic), which must predict the ``win_loss`` reward, the payoff of a game
     that ends within the round. A checkpoint is sampled for candidates (its masked distribution, cheap enough for
-    the double oracle's pool too) and plays its argmax at every other decision."""
+    the double oracle's pool too) and plays its argmax at every other decision and in the rollouts
+    (``play=argmax``), or draws from its distribution there (``play=sample``)."""
     options, policy = parse_spec(spec)
     try:
         settings = spec_settings(options)
@@ -756,6 +768,8 @@ def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str
         raise ValueError(f"{spec!r}: critic= scores the states by that critic, value={options['value']} by a stand-in:"
                          " give one of them")  # fmt: skip
     if named(policy):
+        if "play" in options:
+            raise ValueError(play_problem(spec, policy))
         blueprint = Sampler(load(policy, **env_options), cheap=policy == "random")
         chooser = load(policy, **env_options)
         how = options.get("value", "critic" if critic is not None else "margin")
@@ -763,7 +777,7 @@ def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str
             raise ValueError(f"{spec!r}: {policy} has no critic; give critic=PATH, value=margin or value=appraisal")
     else:
         blueprint = Sampler(load(policy + ":sample", **env_options), cheap=True)
-        chooser = load(policy + ":argmax", **env_options)
+        chooser = load(f"{policy}:{options.get('play', 'argmax')}", **env_options)
         how = options.get("value", "critic")
     if critic is not None:
         from revolution_env.agents.checkpoint import load_critic  # (torch reads the file)

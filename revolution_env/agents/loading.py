@@ -20,7 +20,7 @@ from typing import Any
 
 from revolution_env.agents.base import Agent, RandomAgent
 from revolution_env.agents.equilibrium import PREFIX as EQUILIBRIUM
-from revolution_env.agents.equilibrium import is_equilibrium, load_equilibrium, parse_spec
+from revolution_env.agents.equilibrium import is_equilibrium, load_equilibrium, parse_spec, play_problem
 from revolution_env.agents.mixture import PREFIX as MIXTURE
 from revolution_env.agents.mixture import (
     is_meta,
@@ -125,13 +125,15 @@ def spec_problem(spec: Any) -> str | None:
         return None
     if is_equilibrium(spec):
         try:
-            _, policy = parse_spec(spec)
+            options, policy = parse_spec(spec)
         except ValueError as exc:
             return str(exc)
-        if policy not in known_specs() and (not is_checkpoint_file(policy) or policy != checkpoint_path(policy)):
+        if policy in known_specs():
+            return None if "play" not in options else play_problem(spec, policy)
+        if not is_checkpoint_file(policy) or policy != checkpoint_path(policy):
             return (
                 f"{spec!r}: expected {EQUILIBRIUM}[KEY=VALUE:]...POLICY, POLICY random, a heuristic or a policy "
-                "checkpoint file that exists (the search samples it and takes its argmax itself)"
+                "checkpoint file that exists (the search samples it, and play= says how it plays the rest)"
             )
         return None
     if spec in known_specs() or is_checkpoint_file(spec):

@@ -272,7 +272,7 @@ class RevolutionVectorEnv(BatchedVectorEnv):
         self._threads = self._pace.next()
         kinds = self._kinds  # the decisions of this step (the step observes the next ones into a new array)
         out = super().step(actions)
-        self.decisions_made += int((kinds != K.K_NONE).sum())
+        self.decisions_made += int(np.count_nonzero(kinds))  # K_NONE is 0
         return out
 
     def close_extras(self, **kwargs: Any) -> None:

@@ -179,6 +179,7 @@ class BatchedGame:
         self._random_targets = (
             np.array([np.resize(t, width) for t in legal_targets], dtype=np.int64),
             np.array([len(t) for t in legal_targets], dtype=np.int64),
+            L.card_space >= 0,  # RandomPlay.one_at_a_time
         )
         self._start_tokens = np.tile(np.array(L.components.token_start, dtype=np.int64), (S, 1))
         self.reset(np.arange(n), seeds)
@@ -530,7 +531,7 @@ class BatchedGame:
         st, tb, history, plain = tuple(self.state), tuple(self.tables), tuple(self.history), tuple(rand)
 
         def run(g: np.ndarray, bids: np.ndarray, values: np.ndarray, coin: np.ndarray, outcome: np.ndarray) -> None:
-            K.step_many(tuple(K.Step(g, bids, values, coin, outcome)), st, tb, history, plain)
+            K.step_many((g, bids, values, coin, outcome), st, tb, history, plain)  # a K.Step, as a plain tuple
 
         return run
 
@@ -565,7 +566,7 @@ class BatchedGame:
         random_seat = np.ascontiguousarray(random_seat, dtype=bool)
         if random_seat.shape != (n, players):
             raise ValueError(f"random_seat: expected a bool array of shape {(n, players)}")
-        return RandomPlay(random_seat, states, *self._random_targets, one_at_a_time=self.layout.card_space >= 0)
+        return RandomPlay(random_seat, states, *self._random_targets)
 
     # --- history and export ------------------------------------------------------------------------------------
 

@@ -187,10 +187,9 @@ class BatchedView:
         games, seats, kinds = rows
 
         def part(lo: int, hi: int) -> None:
-            rows = Rows(games[lo:hi], seats[lo:hi], kinds[lo:hi])
+            rows = (games[lo:hi], seats[lo:hi], kinds[lo:hi])  # a Rows, as the loops take it
             if fresh:
-                rows.kinds[:] = self.kinds(game, rows.games, rows.seats)
-            rows = tuple(rows)  # as the loops take it
+                rows[2][:] = self.kinds(game, rows[0], rows[1])
             if obs is not None:
                 observe_many(rows, st, tb, view, obs[lo:hi])
             if masks is not None:
@@ -269,8 +268,8 @@ class BatchedView:
         view = tuple(self.tables)  # as the loops take it
 
         def part(lo: int, hi: int) -> None:
-            rows, out = Rows(games[lo:hi], seats[lo:hi], kinds[lo:hi]), Decided(ok[lo:hi], bids, values)
-            decide_many(actions[lo:hi], masks[lo:hi], tuple(rows), tokens, view, tuple(out))
+            rows, out = (games[lo:hi], seats[lo:hi], kinds[lo:hi]), (ok[lo:hi], bids, values)  # Rows, Decided
+            decide_many(actions[lo:hi], masks[lo:hi], rows, tokens, view, out)
 
         return ok, part
 
