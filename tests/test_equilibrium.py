@@ -467,6 +467,17 @@ def test_the_candidates_of_every_seat_come_from_one_call_of_each_heuristic_and_o
     for s in range(players):
         np.testing.assert_array_equal(found.actions[s][0], first[s])
 
+    # heuristics=1: value's bid and then the blueprint's samples only; heuristics=0: the blueprint's samples only
+    for count in (1, 0):
+        bots = [Counting(load_agent(name, **options)) for name in ("value", "bargain", "area")]
+        search = RoundSearcher(layout, Sampler(blueprint, cheap=False), RandomAgent(**options), margin_value(layout),
+                               bots, Settings(candidates=5, oracle=0, heuristics=count))  # fmt: skip
+        found = search.search(game, np.random.default_rng(0))
+        assert [b.calls for b in bots] == [[players]] * count + [[]] * (3 - count)
+        assert all(1 <= len(b) <= 5 for b in found.bids)
+    with pytest.raises(ValueError, match="heuristics: expected an integer at least 0"):
+        Settings(heuristics=-1)
+
 
 @pytest.mark.parametrize("options", [{"players": 2}, {"players": 3, "area_control_bonus": True}, {"players": 4}])
 def test_the_margin_stand_in_is_the_final_support_margin_if_the_game_ended_now(options):

@@ -72,7 +72,9 @@ class Settings:
     ``oracle_gain``: what a best response must gain, in the game solved, to join; ``method``: the solver
     (:data:`.matrix_games.METHODS`); ``engine``: where the joint bids are played (:data:`ENGINES`); ``rollout``:
     rounds the blueprint plays on after the round searched, every seat, before the value scores the state (0: the
-    state right after it; the batched engine only)."""
+    state right after it; the batched engine only); ``heuristics``: how many of the heuristics' bids
+    (:data:`HEURISTIC_BIDS`, in order) are among each seat's candidates, the blueprint's samples making up the rest
+    (a learned blueprint's other decisions go with its own bids: docs/experiments.md)."""
 
     candidates: int = 4
     iterations: int = 1000
@@ -82,11 +84,12 @@ class Settings:
     method: str = "auto"
     engine: str = "batched"
     rollout: int = 0
+    heuristics: int = len(HEURISTIC_BIDS)
 
     def __post_init__(self) -> None:
         for name in ("candidates", "iterations"):
             _check_int(name, getattr(self, name), 1)
-        for name in ("pool", "oracle", "rollout"):
+        for name in ("pool", "oracle", "rollout", "heuristics"):
             _check_int(name, getattr(self, name), 0)
         gain = self.oracle_gain
         if isinstance(gain, bool) or not isinstance(gain, numbers.Real) or not gain >= 0:
@@ -478,7 +481,8 @@ class RoundSearcher:
                 for at in found]  # fmt: skip
 
     def _candidates(self, at: _Position) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Every seat's distinct candidates: the heuristics' bids first, then the blueprint's samples, ``K`` in all.
+        """Every seat's distinct candidates: the heuristics' bids first (``Settings.heuristics`` of them), then the
+        blueprint's samples, ``K`` in all.
         Each heuristic bids for every seat in one call, and the blueprint samples for every seat in one call (one
         call over the seats' rows costs less than one a seat: docs/experiments.md): as many samples a seat as the
         seat with the fewest distinct bids lacks, then, where draws repeated, ``2K`` more (a heuristic blueprint's
@@ -487,7 +491,7 @@ class RoundSearcher:
         obs = np.stack([o for o, _ in at.views])
         masks = np.stack([m for _, m in at.views])
         acts = np.zeros((P, 0, len(codec.nvec)), dtype=np.int64)
-        for bot in self.heuristics[:K]:
+        for bot in self.heuristics[: min(K, self.settings.heuristics)]:
             bot.reset(int(at.rng.integers(SEED_BOUND)))
             acts = np.concatenate([acts, act_batch(bot, obs, masks, np.full(P, int(BID)))[:, None]], axis=1)
         found = self._distinct(acts, at.game.tokens)
@@ -690,6 +694,7 @@ OPTIONS = {  # the spec's keys: (Settings field or agent option, type)
     "method": ("method", str),
     "engine": ("engine", str),
     "rollout": ("rollout", int),
+    "heuristics": ("heuristics", int),
     "seed": ("seed", int),
     "value": ("value", str),
     "critic": ("critic", str),
