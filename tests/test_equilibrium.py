@@ -377,9 +377,10 @@ def test_a_checkpoint_without_a_critic_says_so_and_plays_with_a_stand_in_or_a_cr
     agent.act(observation, {"decision": Decision.BID})
     assert agent.last.bids[0].shape[0] >= 3
     # the round's other decisions and the rollouts: the checkpoint's argmax, or its samples with play=sample
-    assert agent.chooser.deterministic
-    sampled = load_agent(f"equilibrium:k=3:pool=8:play=sample:value=margin:{BOT}", players=2)
-    assert not sampled.chooser.deterministic and sampled.searcher.chooser is sampled.chooser
+    assert not agent.chooser.deterministic  # as the checkpoint says it plays: this one is sampled
+    for play, deterministic in (("argmax", True), ("sample", False)):
+        told = load_agent(f"equilibrium:k=3:pool=8:play={play}:value=margin:{BOT}", players=2)
+        assert told.chooser.deterministic == deterministic and told.searcher.chooser is told.chooser
     # a critic, where the checkpoint carries one, scores the states (here one that prefers more Gold held)
     from revolution_env.agents import checkpoint
     from revolution_env.agents.checkpoint import PolicyAgent

@@ -701,8 +701,9 @@ OPTIONS = {  # the spec's keys: (Settings field or agent option, type)
     "play": ("play", str),
 }
 VALUES = ("critic", "appraisal", "margin")  # value=: the checkpoint's critic (or critic=PATH's), or a stand-in
-# play=: how a checkpoint makes the round's other decisions and the rollouts' bids: its argmax, or drawn from its
-# distribution (a policy trained to be sampled: its factorised argmax can be a bid it rarely plays)
+# play=: how a checkpoint makes the round's other decisions and the rollouts' bids, where not as it says it plays:
+# its argmax, or drawn from its distribution (a policy trained to be sampled: its factorised argmax can be a bid it
+# rarely plays)
 PLAYS = ("argmax", "sample")
 
 
@@ -759,8 +760,8 @@ def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str
     (:func:`.checkpoint.load_critic`: a critic file that ``revolution fit-critic`` wrote for agents without a
     network, or a policy checkpoint's critic), which must predict the ``win_loss`` reward, the payoff of a game
     that ends within the round. A checkpoint is sampled for candidates (its masked distribution, cheap enough for
-    the double oracle's pool too) and plays its argmax at every other decision and in the rollouts
-    (``play=argmax``), or draws from its distribution there (``play=sample``)."""
+    the double oracle's pool too) and plays every other decision and the rollouts as it says it plays (its
+    ``play``: argmax or sample), or as ``play=argmax`` or ``play=sample`` says."""
     options, policy = parse_spec(spec)
     try:
         settings = spec_settings(options)
@@ -782,7 +783,7 @@ def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str
             raise ValueError(f"{spec!r}: {policy} has no critic; give critic=PATH, value=margin or value=appraisal")
     else:
         blueprint = Sampler(load(policy + ":sample", **env_options), cheap=True)
-        chooser = load(f"{policy}:{options.get('play', 'argmax')}", **env_options)
+        chooser = load(f"{policy}:{options['play']}" if "play" in options else policy, **env_options)
         how = options.get("value", "critic")
     if critic is not None:
         from revolution_env.agents.checkpoint import load_critic  # (torch reads the file)

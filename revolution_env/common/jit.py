@@ -137,8 +137,9 @@ def in_parts(n: int, call: Callable[[int, int], R], minimum: int | None = None) 
     one call over every row gives (the batched engine's steps, observations and masks: faster on two cores from a
     few thousand rows on, as measured in ``docs/experiments.md``). Returns each part's result, in order; a part's
     error is raised once every part has finished."""
-    minimum = PARALLEL_ROWS if minimum is None else minimum
-    parts = min(opponent_threads(), n // max(1, minimum)) if COMPILED and not in_thread_pool() else 1
+    most = n // max(1, PARALLEL_ROWS if minimum is None else minimum)  # parts of at least `minimum` rows
+    # the threads counted only where the rows make two parts (a small batch's every step asks: a system call)
+    parts = min(opponent_threads(), most) if most >= 2 and COMPILED and not in_thread_pool() else 1
     if parts < 2:
         return [call(0, n)]
     bounds = [n * k // parts for k in range(parts + 1)]
