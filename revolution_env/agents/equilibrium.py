@@ -760,9 +760,12 @@ def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str
     (:func:`.checkpoint.load_critic`: a critic file that ``revolution fit-critic`` wrote for agents without a
     network, or a policy checkpoint's critic), which must predict the ``win_loss`` reward, the payoff of a game
     that ends within the round. A checkpoint is sampled for candidates (its masked distribution, cheap enough for
-    the double oracle's pool too) and plays every other decision and the rollouts as it says it plays (its
-    ``play``: argmax or sample), or as ``play=argmax`` or ``play=sample`` says."""
+    the double oracle's pool too; its candidates are its own samples alone unless ``heuristics=`` says otherwise)
+    and plays every other decision and the rollouts as it says it plays (its ``play``: argmax or sample), or as
+    ``play=argmax`` or ``play=sample`` says."""
     options, policy = parse_spec(spec)
+    if not named(policy):  # a checkpoint's other decisions go with bids of its own (docs/experiments.md)
+        options.setdefault("heuristics", 0)
     try:
         settings = spec_settings(options)
     except ValueError as exc:
