@@ -3,7 +3,8 @@ its own on a shared machine: one process per tree measured in turn can keep a fe
 
     python scripts/ab_speed.py --before ../old --after . --rounds 12 --batches 1 64 1024
 
-Each tree is run by its own ``.venv/bin/python`` (a checkout of the code before, with its environment installed).
+Each tree is run by its own ``.venv/bin/python`` where it has one (a checkout of the code before, with its
+environment installed), else by the Python that runs this script.
 Each round starts one process per tree (which starts first alternates), holds ``scripts/benchmark.py``'s
 ``vector_runner`` for each batch size, measures ``--pairs`` pairs of ``--seconds`` (the order alternating within
 the round) and keeps the median of the pairs' ratios, after / before, of learner steps per second of process CPU
@@ -61,8 +62,10 @@ def main() -> None:
         parser.error("--before: the tree to measure against is required")
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     for tree in trees.values():
-        if not (tree / ".venv/bin/python").exists():
-            parser.error(f"{tree}: no .venv/bin/python (each tree runs in its own environment)")
+        if not (tree / "scripts/benchmark.py").exists():
+            parser.error(f"{tree}: not a checkout of this repository (no scripts/benchmark.py)")
+    python = {k: tree / ".venv/bin/python" if (tree / ".venv/bin/python").exists() else Path(sys.executable)
+              for k, tree in trees.items()}  # fmt: skip
     ratios: dict[int, list[float]] = {n: [] for n in args.batches}
     here = str(Path(__file__).resolve())
     for r in range(args.rounds):
@@ -70,7 +73,7 @@ def main() -> None:
         command = ["--worker", "--players", str(args.players), "--batches", *map(str, args.batches)]
         procs = {
             k: subprocess.Popen(
-                [str(trees[k] / ".venv/bin/python"), here, *command],
+                [str(python[k]), here, *command],
                 cwd=trees[k],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

@@ -1021,3 +1021,20 @@ def test_the_games_of_pinned_configurations_are_unchanged(name: str) -> None:
 if __name__ == "__main__":  # the pinned hashes, written anew from this code
     for name, options in PINNED_CONFIGURATIONS.items():
         print(f"    {name!r}: {pinned_games_hash(options)!r},")
+
+
+def test_ab_speed_compares_two_trees_round_by_round():
+    """``scripts/ab_speed.py`` (the vector env's speed in two trees, fresh processes each round), here one tree against
+    itself: a round's line, then a summary per batch size; a folder that is no checkout is refused in one line."""
+    script = os.path.join(ROOT, "scripts", "ab_speed.py")
+    run = subprocess.run(
+        [sys.executable, script, "--before", ROOT, "--after", ROOT, "--rounds", "1", "--pairs", "1",
+         "--seconds", "0.05", "--batches", "1", "8"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("round 0: N=1 ") and "N=8 " in lines[0]
+    assert [line.split(":")[0] for line in lines[1:]] == ["N=1", "N=8"]
+    bad = subprocess.run([sys.executable, script, "--before", "/"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "not a checkout of this repository" in bad.stderr
