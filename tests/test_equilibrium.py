@@ -376,7 +376,7 @@ def test_a_checkpoint_without_a_critic_says_so_and_plays_with_a_stand_in_or_a_cr
     agent.reset(1)
     agent.act(observation, {"decision": Decision.BID})
     assert agent.last.bids[0].shape[0] >= 3
-    # the round's other decisions and the rollouts: the checkpoint's argmax, or its samples with play=sample
+    # the round's other decisions and the rollouts: as the checkpoint says it plays, or as play= says
     assert not agent.chooser.deterministic  # as the checkpoint says it plays: this one is sampled
     for play, deterministic in (("argmax", True), ("sample", False)):
         told = load_agent(f"equilibrium:k=3:pool=8:play={play}:value=margin:{BOT}", players=2)

@@ -1018,11 +1018,6 @@ def test_the_games_of_pinned_configurations_are_unchanged(name: str) -> None:
     assert pinned_games_hash(PINNED_CONFIGURATIONS[name]) == PINNED_HASHES[name]
 
 
-if __name__ == "__main__":  # the pinned hashes, written anew from this code
-    for name, options in PINNED_CONFIGURATIONS.items():
-        print(f"    {name!r}: {pinned_games_hash(options)!r},")
-
-
 def test_ab_speed_compares_two_trees_round_by_round():
     """``scripts/ab_speed.py`` (the vector env's speed in two trees, fresh processes each round), here one tree against
     itself: a round's line, then a summary per batch size; a folder that is no checkout is refused in one line."""
@@ -1038,3 +1033,8 @@ def test_ab_speed_compares_two_trees_round_by_round():
     assert [line.split(":")[0] for line in lines[1:]] == ["N=1", "N=8"]
     bad = subprocess.run([sys.executable, script, "--before", "/"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "not a checkout of this repository" in bad.stderr
+
+
+if __name__ == "__main__":  # the pinned hashes, written anew from this code
+    for name, options in PINNED_CONFIGURATIONS.items():
+        print(f"    {name!r}: {pinned_games_hash(options)!r},")
