@@ -175,11 +175,12 @@ class BatchedGame:
         )
         legal_targets = L.legal_targets
         width = max(len(t) for t in legal_targets)
-        # each token type's legal targets, for the random seats' bids
-        self._random_targets = (
+        # RandomPlay's fields after the seats and the generators, the same for every call: each token type's legal
+        # targets and how many (the random seats' bids), and whether choices come one at a time (the first edition)
+        self._random_rest = (
             np.array([np.resize(t, width) for t in legal_targets], dtype=np.int64),
             np.array([len(t) for t in legal_targets], dtype=np.int64),
-            L.card_space >= 0,  # RandomPlay.one_at_a_time
+            L.card_space >= 0,
         )
         self._start_tokens = np.tile(np.array(L.components.token_start, dtype=np.int64), (S, 1))
         self.reset(np.arange(n), seeds)
@@ -566,7 +567,7 @@ class BatchedGame:
         random_seat = np.ascontiguousarray(random_seat, dtype=bool)
         if random_seat.shape != (n, players):
             raise ValueError(f"random_seat: expected a bool array of shape {(n, players)}")
-        return RandomPlay(random_seat, states, *self._random_targets)
+        return RandomPlay(random_seat, states, *self._random_rest)
 
     # --- history and export ------------------------------------------------------------------------------------
 
