@@ -246,6 +246,47 @@ def test_many_searches_at_once_find_what_each_finds_alone(options, engine):
             np.testing.assert_allclose(x, y, atol=1e-9)
 
 
+@pytest.mark.parametrize("blueprint", [BOT + ":sample", "value"])
+def test_samples_at_many_positions_at_once_are_each_positions_own(blueprint):
+    """``Sampler.sample_many``: a policy samples every position's bids in one forward pass (``act_groups``), a
+    heuristic position by position; each position's bids are the agent's, reset from its generator, on its rows."""
+    options = {"players": 2}
+    layout = observation_layout(**options)
+    sampler = Sampler(load_agent(blueprint, **options), cheap=True)
+    views = []
+    for seed in range(3):
+        game = position(options, seed, 2 + seed)
+        views.append((np.stack([layout.build(game, s, BID) for s in range(2)]),
+                      np.stack([layout.codec.mask(game, s, BID) for s in range(2)])))  # fmt: skip
+    counts = [4, 1, 6]
+    together = sampler.sample_many(*zip(*views), counts, [np.random.default_rng(seed) for seed in range(3)])
+    for seed, ((obs, masks), n, got) in enumerate(zip(views, counts, together)):
+        assert got.shape == (2, n, len(layout.codec.nvec))
+        sampler.agent.reset(int(np.random.default_rng(seed).integers(SEED_BOUND)))
+        alone = sampler.agent.act_batch(np.repeat(obs, n, 0), np.repeat(masks, n, 0), np.full(2 * n, int(BID)))
+        np.testing.assert_array_equal(got, alone.reshape(2, n, -1))
+
+
+@pytest.mark.parametrize("players", [2, 3, 4])
+def test_bid_counts_of_many_actions_are_each_actions(players):
+    options = {"players": players}
+    layout = observation_layout(**options)
+    walker = RandomAgent(**options)
+    walker.reset(players)
+    actions, held = [], []
+    for seed in range(6):
+        game = position(options, seed, 1 + seed)
+        for s in range(players):
+            obs, mask = layout.build(game, s, BID), layout.codec.mask(game, s, BID)
+            seen = {"observation": obs, "action_mask": mask}
+            actions += [walker.act(seen, {"decision": Decision.BID}) for _ in range(5)]
+            held += [game.tokens[s]] * 5
+    many = layout.codec.bid_counts_many(np.array(actions), np.array(held))
+    assert many.sum() > 0
+    for a, h, counts in zip(actions, held, many):
+        np.testing.assert_array_equal(counts, layout.codec.bid_counts(a, h))
+
+
 def test_an_equilibrium_agent_acts_for_many_games_at_once():
     """``EquilibriumAgent.act_batch``: bid rows of several games searched together, the others by the blueprint:
     legal actions, each bid one of its search's candidates, the same again after the same reset."""

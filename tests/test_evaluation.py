@@ -16,7 +16,9 @@ from openskill.models import PlackettLuce
 
 import revolution_env
 from revolution_env.agents.base import Agent, RandomAgent
+from revolution_env.agents.checkpoint import gumbel
 from revolution_env.agents.loading import load_agent
+from revolution_env.engine.game import Decision
 from revolution_env.evaluation import (
     GameResult,
     IllegalMoveError,
@@ -435,6 +437,105 @@ def test_a_checkpoint_spec_with_sample_plays_a_seeded_mixed_strategy():
     assert plays(greedy, 1) == plays(greedy, 2) != plays(sampling, 1)
     with pytest.raises(ValueError, match="no such checkpoint file"):
         load_agent("nowhere.pt:sample", players=3)
+
+
+def test_a_sampling_checkpoint_skips_forced_draws_as_if_it_drew_them():
+    """Outside bidding the tokens allow 0 only: the policy computes the choice's logits alone and skips the tokens'
+    Gumbel draws on its generator; its actions, and the generator after them, are those of drawing every value."""
+    agent = load_agent(f"{SHIPPED_3P}:sample", players=3)
+    env = revolution_env.env(players=3)
+    env.reset(seed=3)
+    walker = RandomAgent(players=3)
+    walker.reset(3)
+    observations, masks, kinds = [], [], []
+    while len(observations) < 120 and not all(env.terminations.values()):
+        obs, info = env.observe(env.agent_selection), env.infos[env.agent_selection]
+        observations.append(obs["observation"])
+        masks.append(obs["action_mask"])
+        kinds.append(int(info["decision"]))
+        env.step(walker.act(obs, info))
+    observations, masks, kinds = np.array(observations), np.array(masks), np.array(kinds)
+    other = kinds != int(Decision.BID)
+    assert 10 < other.sum() < len(kinds)
+
+    def drawn_in_full(rows, seed):  # every value's logit and Gumbel draw, as the chooser did before
+        rng = np.random.default_rng(seed)
+        logits = agent.net.logits(observations[rows] / agent.scale)
+        action = np.zeros((len(rows), len(agent.codec.nvec)), dtype=np.int64)
+        for start, d, k, w in agent.chooser.runs:
+            legal = masks[rows, start : start + k * w].reshape(len(rows), k, w) != 0
+            scores = np.where(legal, logits[:, start : start + k * w].reshape(len(rows), k, w), -np.inf)
+            action[:, d : d + k] = np.argmax(scores + rng.gumbel(size=scores.shape), axis=2)
+        return action, rng.bit_generator.state
+
+    for rows in (np.flatnonzero(other), np.arange(len(kinds)), np.flatnonzero(other)[:1]):
+        assert agent.chooser.needed(masks[rows]) < masks.shape[1] or not other[rows].all()
+        agent.reset(7)
+        actions = agent.act_batch(observations[rows], masks[rows], kinds[rows])
+        expected, state = drawn_in_full(rows, 7)
+        np.testing.assert_array_equal(actions, expected)
+        assert agent.rng.bit_generator.state == state
+    with pytest.raises(ValueError, match="leave a choice"):
+        agent.chooser.choose_batch(np.zeros((1, 3)), masks[~other][:1], None)
+
+
+def test_the_gumbel_noise_of_legal_values_is_numpys_and_takes_the_same_draws():
+    legal = np.random.default_rng(0).random((30, 4, 9)) < 0.3
+    sizes = [5, 0, 25]
+    rngs = [np.random.default_rng(seed) for seed in (1, 2, 3)]
+    noise = gumbel(rngs, sizes, legal)
+    lo = 0
+    for seed, size, rng in zip((1, 2, 3), sizes, rngs):
+        reference = np.random.default_rng(seed)
+        drawn = reference.gumbel(size=(size, 4, 9))
+        part = legal[lo : lo + size]
+        np.testing.assert_array_equal(noise[lo : lo + size][part], drawn[part])
+        assert (noise[lo : lo + size][~part] == 0).all()
+        assert rng.bit_generator.state == reference.bit_generator.state
+        lo += size
+
+    class ZeroFirst:  # a generator whose first uniform is 0, which numpy's Gumbel draws again
+        def __init__(self):
+            self.inner = np.random.default_rng(4)
+            self.bit_generator = self.inner.bit_generator
+
+        def random(self, out):
+            self.inner.random(out=out)
+            out.flat[0] = 0.0
+
+        def gumbel(self, size):
+            return self.inner.gumbel(size=size)
+
+    odd = ZeroFirst()
+    noise = gumbel([odd], [2], np.ones((2, 3), dtype=bool))
+    reference = np.random.default_rng(4)
+    np.testing.assert_array_equal(noise, reference.gumbel(size=(2, 3)))
+    assert odd.bit_generator.state == reference.bit_generator.state
+
+
+@pytest.mark.parametrize("spec", ["", ":sample"])
+def test_a_checkpoints_groups_of_repeated_rows_play_as_each_group_alone(spec):
+    """``PolicyAgent.act_groups``: one forward pass for many groups of rows, each repeated and seeded, gives each
+    group what ``reset(seed)`` and ``act_batch`` on its repeated rows give."""
+    agent = load_agent(f"{SHIPPED_3P}{spec}", players=3)
+    env = revolution_env.env(players=3)
+    env.reset(seed=5)
+    walker = RandomAgent(players=3)
+    walker.reset(5)
+    rows = []
+    while len(rows) < 12:
+        obs, info = env.observe(env.agent_selection), env.infos[env.agent_selection]
+        rows.append((obs["observation"], obs["action_mask"], int(info["decision"])))
+        env.step(walker.act(obs, info))
+    obs, masks, kinds = (np.array(x) for x in zip(*rows))
+    sizes, seeds, repeats = [3, 1, 0, 8], [11, 12, 13, 14], [4, 2, 3, 1]
+    got = agent.act_groups(obs, masks, kinds, sizes, seeds, repeats)
+    lo = 0
+    for size, seed, n, actions in zip(sizes, seeds, repeats, got):
+        agent.reset(seed)
+        group = (np.repeat(a[lo : lo + size], n, 0) for a in (obs, masks, kinds))
+        np.testing.assert_array_equal(actions, agent.act_batch(*group))
+        lo += size
 
 
 def test_a_checkpoint_is_loaded_without_the_training_package(tmp_path, monkeypatch):

@@ -239,11 +239,14 @@ class Mlp:
         self.biases = [_numpy(state[f"layers.{i}.bias"]).astype(np.float64) for i in range(n_layers)]
         self.activation = ACTIVATIONS[net["activation"]]
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
+    def __call__(self, x: np.ndarray, columns: int | None = None) -> np.ndarray:
+        """The outputs, or their first ``columns`` (the last layer computed for those only)."""
         h = np.asarray(x, dtype=np.float64)
         for w, b in zip(self.weights[:-1], self.biases[:-1]):
             h = self.activation(h @ w + b)
-        return h @ self.weights[-1] + self.biases[-1]
+        if columns is None or columns >= len(self.biases[-1]):
+            return h @ self.weights[-1] + self.biases[-1]
+        return h @ self.weights[-1][:, :columns] + self.biases[-1][:columns]
 
 
 class PolicyNet(Mlp):
@@ -259,8 +262,9 @@ class PolicyNet(Mlp):
         if self.weights[0].shape[0] != self.obs_size or self.weights[-1].shape[1] != int(self.nvec.sum()) + context:
             raise ValueError("the policy's weights do not fit its obs_size and nvec")
 
-    def logits(self, x: np.ndarray) -> np.ndarray:
-        return self(x)
+    def logits(self, x: np.ndarray, columns: int | None = None) -> np.ndarray:
+        """The logits (and the bid head's context), or their first ``columns``."""
+        return self(x, columns)
 
 
 def _numpy(t: Any) -> np.ndarray:
@@ -283,19 +287,82 @@ class MaskedChooser:
         return self.choose_batch(np.asarray(logits)[None], np.asarray(mask)[None], rng)[0]
 
     def choose_batch(self, logits: np.ndarray, masks: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
-        """:meth:`choose` for a batch: logits and masks (n, sum(nvec)) -> actions (n, D)."""
-        n = len(logits)
+        """:meth:`choose` for a batch: logits and masks (n, sum(nvec)) -> actions (n, D). The logits may stop at
+        :meth:`needed`'s width: past it every dimension of every row allows 0 only (outside bidding: the tokens),
+        which is the action whatever its logits. Such a run's draws are skipped on ``rng``, one 64-bit draw each as
+        its Gumbel noise takes, so that the stream goes on as if they were drawn (:func:`gumbel`: the same actions
+        after it)."""
+        return self.choose_groups(logits, masks, None if rng is None else [rng], [len(masks)])
+
+    def choose_groups(self, logits: np.ndarray, masks: np.ndarray, rngs: Sequence[np.random.Generator] | None,
+                      sizes: Sequence[int]) -> np.ndarray:  # fmt: skip
+        """:meth:`choose_batch` for consecutive groups of rows (``sizes``), each sampled with its own generator
+        (``rngs``, or None for the argmax): the actions of ``choose_batch`` on each group with its generator, in one
+        pass over all of them."""
+        n = len(masks)
         masks = np.asarray(masks)
         action = np.zeros((n, self.dims), dtype=np.int64)
         for start, d, k, w in self.runs:
             legal = masks[:, start : start + k * w].reshape(n, k, w) != 0
+            zero = _zero_only(legal)
+            if start >= logits.shape[1] or zero:
+                if not zero:
+                    raise ValueError(f"choose_batch: logits for {logits.shape[1]} values, but the masks leave a "
+                                     f"choice in dimensions {d} to {d + k - 1}")  # fmt: skip
+                for rng, size in zip(rngs or (), sizes):
+                    rng.bit_generator.random_raw(size * k * w, output=False)
+                continue  # the action's 0s
             scores = np.where(legal, logits[:, start : start + k * w].reshape(n, k, w), -np.inf)
-            if rng is not None:
-                scores = scores + rng.gumbel(size=scores.shape)
+            if rngs is not None:
+                scores = scores + gumbel(rngs, sizes, legal)
             chosen = np.argmax(scores, axis=2)
             chosen[~legal.any(axis=2)] = 0  # cannot happen with the env's masks; keep the action well formed anyway
             action[:, d : d + k] = chosen
         return action
+
+    def needed(self, masks: np.ndarray) -> int:
+        """How many logits :meth:`choose_batch` reads for ``masks`` (n, sum(nvec)): up to the trailing runs in which
+        every dimension of every row allows 0 only."""
+        masks = np.asarray(masks)
+        width = masks.shape[1]
+        for start, _, k, w in reversed(self.runs):
+            if not _zero_only(masks[:, start : start + k * w].reshape(len(masks), k, w) != 0):
+                break
+            width = start
+        return width
+
+
+def gumbel(rngs: Sequence[np.random.Generator], sizes: Sequence[int], legal: np.ndarray) -> np.ndarray:
+    """Gumbel noise for the values that ``legal`` (n, ...) allows, 0 for the others, each group of rows (``sizes``)
+    drawn from its generator (``rngs``): the same numbers, and the same draws from each generator, as its
+    ``rng.gumbel(size=group.shape)`` gives for them. A uniform is taken for every value, as numpy's Gumbel takes
+    one; its two logarithms are computed for the legal values only, where they matter (most of a bid's values are
+    illegal). Where a group draws a uniform of exactly 0, which numpy's Gumbel draws again (one in 2**53), that
+    group draws numpy's Gumbel itself from where it started."""
+    u = np.empty(legal.shape)
+    exact = []
+    lo = 0
+    for rng, size in zip(rngs, sizes):
+        state = rng.bit_generator.state
+        rng.random(out=u[lo : lo + size])
+        if not u[lo : lo + size].all():
+            rng.bit_generator.state = state
+            exact.append((lo, size, rng.gumbel(size=u[lo : lo + size].shape)))
+            u[lo : lo + size] = 0.5  # any uniform inside (0, 1): the group's noise is numpy's, written below
+        lo += size
+    noise = np.zeros(legal.shape)
+    noise[legal] = -np.log(-np.log(1.0 - u[legal]))
+    for lo, size, drawn in exact:
+        noise[lo : lo + size] = np.where(legal[lo : lo + size], drawn, 0.0)
+    return noise
+
+
+def _zero_only(legal: np.ndarray) -> bool:
+    """Whether every dimension of every row of ``legal`` (n, k, w) allows 0 and nothing else (the tokens outside
+    bidding)."""
+    if len(legal) > 1 and not _zero_only(legal[:1]):  # a bid's row comes first in most batches that bid
+        return False
+    return not legal[..., 1:].any() and bool(legal[..., 0].all())
 
 
 class AutoregressiveChooser:
@@ -341,6 +408,19 @@ class AutoregressiveChooser:
         """Actions (n, D): each step's most likely legal value given the steps before (``rng`` None), or a bid
         sampled step by step (Gumbel-max)."""
         return self.run(logits, masks, rng=rng)[0]
+
+    def choose_groups(self, logits: np.ndarray, masks: np.ndarray, rngs: Sequence[np.random.Generator] | None,
+                      sizes: Sequence[int]) -> np.ndarray:  # fmt: skip
+        """:meth:`choose_batch` on each group of rows (``sizes``) with its generator (``rngs``, or None), in turn."""
+        ends = np.cumsum(sizes)
+        rngs = [None] * len(sizes) if rngs is None else rngs
+        parts = [self.choose_batch(logits[hi - n : hi], masks[hi - n : hi], rng)
+                 for n, hi, rng in zip(sizes, ends, rngs)]  # fmt: skip
+        return np.concatenate(parts) if parts else np.zeros((0, self.K + 1), dtype=np.int64)
+
+    def needed(self, masks: np.ndarray) -> None:
+        """Every logit and the context (the steps' terms read the context whatever the masks)."""
+        return None
 
     def log_prob_batch(self, logits: np.ndarray, masks: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """The log-probability (n,) of each action, the sum of its steps' (in the canonical order: an action whose
@@ -404,7 +484,7 @@ def _pick(
     if given is not None:
         a = given
     else:
-        a = np.argmax(scores if rng is None else scores + rng.gumbel(size=scores.shape), axis=1)
+        a = np.argmax(scores if rng is None else scores + gumbel([rng], [len(legal)], legal), axis=1)
         a[~legal.any(1)] = 0  # cannot happen with the env's masks; keep the action well formed anyway
     return a, log_p[np.arange(len(a)), a]
 
@@ -456,8 +536,9 @@ class PolicyAgent(Agent):
         if self.tokens:
             decision = np.array([int(info["decision"])])
             return self.act_batch(observation["observation"][None], observation["action_mask"][None], decision)[0]
-        logits = self.net.logits(observation["observation"] / self.scale)
-        return self.chooser.choose(logits, observation["action_mask"], None if self.deterministic else self.rng)
+        mask = observation["action_mask"]
+        logits = self.net.logits(observation["observation"] / self.scale, self.chooser.needed(mask[None]))
+        return self.chooser.choose(logits, mask, None if self.deterministic else self.rng)
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray, decisions: np.ndarray) -> np.ndarray:
         """Actions (n, D) for a batch of observations (n, size) and flat masks: one forward pass (the vector env
@@ -465,8 +546,35 @@ class PolicyAgent(Agent):
         token of the longest bid."""
         if self.tokens:
             return self._act_tokens(np.asarray(observations, dtype=np.float32), np.asarray(masks), decisions)
-        logits = self.net.logits(np.asarray(observations, dtype=np.float32) / self.scale)
+        x = np.asarray(observations, dtype=np.float32) / self.scale
+        logits = self.net.logits(x, self.chooser.needed(masks))
         return self.chooser.choose_batch(logits, masks, None if self.deterministic else self.rng)
+
+    def act_groups(self, observations: np.ndarray, masks: np.ndarray, decisions: np.ndarray, sizes: Sequence[int],
+                   seeds: Sequence[int], repeats: Sequence[int]) -> list[np.ndarray]:  # fmt: skip
+        """:meth:`act_batch` for consecutive groups of rows (``sizes``), each group's rows repeated ``repeats[g]``
+        times in place (``np.repeat``): each group's actions those of ``reset(seed)`` then ``act_batch`` on its
+        repeated rows alone (the agent's generator left as the last group's leaves it). One forward pass over the
+        rows as given, the repeats sharing their row's logits, and one choice over every group (a search's samples
+        at many positions)."""
+        per_row = np.repeat(repeats, sizes)
+        bounds = np.cumsum(np.asarray(sizes) * np.asarray(repeats))
+        if self.tokens:
+            out = []
+            for lo, hi, seed in zip(np.r_[0, bounds[:-1]], bounds, seeds):
+                self.reset(seed)
+                rows = (np.repeat(a, per_row, 0)[lo:hi] for a in (observations, masks, decisions))
+                out.append(self.act_batch(*rows))
+            return out
+        x = np.asarray(observations, dtype=np.float32) / self.scale
+        logits = np.repeat(self.net.logits(x, self.chooser.needed(masks)), per_row, 0)
+        rngs = [np.random.default_rng(seed) for seed in seeds]
+        if rngs:
+            self.rng = rngs[-1]
+        rows = np.asarray(sizes) * np.asarray(repeats)
+        actions = self.chooser.choose_groups(logits, np.repeat(masks, per_row, 0), None if self.deterministic else rngs,
+                                             rows)  # fmt: skip
+        return np.split(actions, bounds[:-1])
 
     def _act_tokens(self, obs: np.ndarray, masks: np.ndarray, decisions: np.ndarray) -> np.ndarray:
         """A token-mode policy's bid-mode actions: every other decision in one pass on the choice's values; each

@@ -128,10 +128,25 @@ class Sampler:
                     ) -> np.ndarray:  # fmt: skip
         """``n`` bids (m, n, D) at each of ``m`` bid decisions (``observations`` (m, size), ``masks``), in one call
         of the agent, reseeded once from ``rng``."""
-        self.agent.reset(int(rng.integers(SEED_BOUND)))
-        m = len(observations)
-        rows = np.repeat(observations, n, 0), np.repeat(masks, n, 0), np.full(m * n, int(BID))
-        return act_batch(self.agent, *rows).reshape(m, n, -1)
+        return self.sample_many([observations], [masks], [n], [rng])[0]
+
+    def sample_many(self, observations: Sequence[np.ndarray], masks: Sequence[np.ndarray], counts: Sequence[int],
+                    rngs: Sequence[np.random.Generator]) -> list[np.ndarray]:  # fmt: skip
+        """:meth:`sample_rows` for several groups of bid decisions (each its observations, masks, ``n`` and
+        generator), each group's bids those of its call alone; a policy (``act_groups``) decides for all the
+        groups in one forward pass."""
+        seeds = [int(rng.integers(SEED_BOUND)) for rng in rngs]
+        if hasattr(self.agent, "act_groups"):
+            obs, mask = np.concatenate(observations), np.concatenate(masks)
+            sizes = [len(o) for o in observations]
+            acts = self.agent.act_groups(obs, mask, np.full(len(obs), int(BID)), sizes, seeds, counts)
+        else:
+            acts = []
+            for o, m, n, seed in zip(observations, masks, counts, seeds):
+                self.agent.reset(seed)
+                rows = np.repeat(o, n, 0), np.repeat(m, n, 0), np.full(len(o) * n, int(BID))
+                acts.append(act_batch(self.agent, *rows))
+        return [a.reshape(len(o), n, -1) for a, o, n in zip(acts, observations, counts)]
 
 
 def random_sampler(**env_options: Any) -> Sampler:
@@ -447,9 +462,8 @@ class RoundSearcher:
         for game, rng in zip(games, rngs):
             coin = game.next_coin() if codec.layout.scheming >= 0 else None  # every round searched flips it
             views = [(self.layout.build(game, s, BID), codec.mask(game, s, BID)) for s in range(P)]
-            at = _Position(game, rng, coin, views, added=[0] * P)
-            at.bids, at.actions = self._candidates(at)
-            found.append(at)
+            found.append(_Position(game, rng, coin, views, added=[0] * P))
+        self._candidates(found)
         t = clock.add("candidates", t)
         t = self._solve(found, clock, t)
         growing = found if st.pool > 0 else []
@@ -480,36 +494,46 @@ class RoundSearcher:
         return [RoundSearch(at.bids, at.actions, at.payoffs, at.solution, at.added, len(at.cache), clock.seconds)
                 for at in found]  # fmt: skip
 
-    def _candidates(self, at: _Position) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Every seat's distinct candidates: the heuristics' bids first (``Settings.heuristics`` of them), then the
-        blueprint's samples, ``K`` in all.
-        Each heuristic bids for every seat in one call, and the blueprint samples for every seat in one call (one
-        call over the seats' rows costs less than one a seat: docs/experiments.md): as many samples a seat as the
-        seat with the fewest distinct bids lacks, then, where draws repeated, ``2K`` more (a heuristic blueprint's
-        sample costs as much as a heuristic's bid)."""
+    def _candidates(self, positions: list[_Position]) -> None:
+        """Every position's ``bids`` and ``actions``: each seat's distinct candidates, the heuristics' bids first
+        (``Settings.heuristics`` of them), then the blueprint's samples, ``K`` in all.
+        Each heuristic bids for every seat of a position in one call, and the blueprint samples for every seat of
+        every position in one call (one call over many rows costs less than one a seat: docs/experiments.md): as
+        many samples a seat as the seat with the fewest distinct bids lacks, then, where draws repeated, ``2K``
+        more (a heuristic blueprint's sample costs as much as a heuristic's bid). Each position's draws are those
+        of its search alone."""
         codec, K, P = self.codec, self.settings.candidates, self.players
-        obs = np.stack([o for o, _ in at.views])
-        masks = np.stack([m for _, m in at.views])
-        acts = np.zeros((P, 0, len(codec.nvec)), dtype=np.int64)
-        for bot in self.heuristics[: min(K, self.settings.heuristics)]:
-            bot.reset(int(at.rng.integers(SEED_BOUND)))
-            acts = np.concatenate([acts, act_batch(bot, obs, masks, np.full(P, int(BID)))[:, None]], axis=1)
-        found = self._distinct(acts, at.game.tokens)
-        for n in (K - min(len(b) for b, _ in found), 2 * K):
-            if min(len(b) for b, _ in found) == K:
+        views, acts, found = [], [], []
+        for at in positions:
+            obs, masks = np.stack([o for o, _ in at.views]), np.stack([m for _, m in at.views])
+            drawn = np.zeros((P, 0, len(codec.nvec)), dtype=np.int64)
+            for bot in self.heuristics[: min(K, self.settings.heuristics)]:
+                bot.reset(int(at.rng.integers(SEED_BOUND)))
+                drawn = np.concatenate([drawn, act_batch(bot, obs, masks, np.full(P, int(BID)))[:, None]], axis=1)
+            views.append((obs, masks))
+            acts.append(drawn)
+            found.append(self._distinct(drawn, at.game.tokens))
+        for more in (None, 2 * K):
+            short = [i for i, f in enumerate(found) if min(len(b) for b, _ in f) < K]
+            if not short:
                 break
-            acts = np.concatenate([acts, self.blueprint.sample_rows(obs, masks, n, at.rng)], axis=1)
-            found = self._distinct(acts, at.game.tokens)
-        return [np.array(b) for b, _ in found], [np.array(a) for _, a in found]
+            counts = [K - min(len(b) for b, _ in found[i]) if more is None else more for i in short]
+            samples = self.blueprint.sample_many([views[i][0] for i in short], [views[i][1] for i in short], counts,
+                                                 [positions[i].rng for i in short])  # fmt: skip
+            for i, got in zip(short, samples):
+                acts[i] = np.concatenate([acts[i], got], axis=1)
+                found[i] = self._distinct(acts[i], positions[i].game.tokens)
+        for at, f in zip(positions, found):
+            at.bids, at.actions = [np.array(b) for b, _ in f], [np.array(a) for _, a in f]
 
     def _distinct(self, acts: np.ndarray, tokens: np.ndarray) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
         """Each seat's first ``K`` distinct bids of ``acts`` (P, n, D), as token counts and as actions."""
-        T, K = self.codec.T, self.settings.candidates
-        out = []
-        for s, rows in enumerate(acts):
-            counts = np.array([self.codec.bid_counts(a, tokens[s]) for a in rows], dtype=np.int64).reshape(-1, T, 3)
-            out.append(distinct(counts, rows, K))
-        return out
+        K = self.settings.candidates
+        P, n, D = acts.shape
+        counts = self.codec.bid_counts_many(acts.reshape(P * n, D), np.repeat(tokens[:P], n, 0)).reshape(
+            P, n, self.codec.T, 3
+        )
+        return [distinct(c, rows, K) for c, rows in zip(counts, acts)]
 
     def _solve(self, positions: list[_Position], clock: _Clock, t: float) -> float:
         """Every position's payoffs (K_1, ..., K_n, n) over its candidates, the joint bids not in its cache played

@@ -154,7 +154,8 @@ def _actions(view, game, games, seats, kind, players: Players) -> np.ndarray:
         if agent.deterministic:
             actions[rows] = agent.act_batch(obs[rows], masks[rows], kinds[rows])
             continue
-        logits = agent.net.logits(obs[rows] / agent.scale)  # one pass; each game's draw from its own stream
+        # one pass (the logits that the masks leave a choice in); each game's draw from its own stream
+        logits = agent.net.logits(obs[rows] / agent.scale, agent.chooser.needed(masks[rows]))
         for r, (j, fork) in enumerate(zip(rows, agent_forks)):
             actions[j] = fork.chooser.choose(logits[r], masks[j], fork.rng)
     legal = view.legal(actions, masks)
