@@ -392,6 +392,9 @@ def test_the_spec_loads_names_and_refuses_what_it_cannot_play():
         ("equilibrium:value=oracle:value", "value='oracle'"),
         (f"equilibrium:play=best:value=margin:{BOT}", "play='best'"),
         ("equilibrium:play=sample:value", "play= is how a checkpoint plays"),
+        ("equilibrium:temperature=2:value", "a named policy has none"),
+        (f"equilibrium:temperature=0:value=margin:{BOT}", "expected a number above 0"),
+        (f"equilibrium:temperature=hot:value=margin:{BOT}", "is not a number"),
     ]:
         assert match in spec_problem(bad), bad
         with pytest.raises(ValueError, match=match):
@@ -404,6 +407,35 @@ def test_the_spec_loads_names_and_refuses_what_it_cannot_play():
     ]:
         with pytest.raises(ValueError, match=match):
             load_agent(bad, players=2)
+
+
+def test_a_temperature_spreads_a_checkpoints_candidates_where_it_is_nearly_sure():
+    """``temperature=T``: the blueprint's logits divided by T before they are sampled, the same draws otherwise: at
+    T = 1 the samples are the policy's, above it they cover more distinct bids; the spec passes it to the sampler."""
+    options = {"players": 2}
+    layout = observation_layout(**options)
+    policy = load_agent(BOT + ":sample", **options)
+    game = position(options, 0, 1)
+    obs = np.stack([layout.build(game, s, BID) for s in range(2)])
+    masks = np.stack([layout.codec.mask(game, s, BID) for s in range(2)])
+
+    def distinct(temperature):
+        got = Sampler(policy, cheap=True, temperature=temperature).sample_rows(
+            obs, masks, 200, np.random.default_rng(0)
+        )
+        return [len({a.tobytes() for a in seat}) for seat in got]
+
+    plain = Sampler(policy, cheap=True).sample_rows(obs, masks, 200, np.random.default_rng(0))
+    policy.reset(int(np.random.default_rng(0).integers(SEED_BOUND)))
+    rows = np.repeat(obs, 200, 0), np.repeat(masks, 200, 0), np.full(400, int(BID))
+    np.testing.assert_array_equal(plain.reshape(400, -1), policy.act_batch(*rows))
+    assert all(hot > cold for hot, cold in zip(distinct(3.0), distinct(1.0)))
+    agent = load_agent(f"equilibrium:temperature=2.5:value=margin:{BOT}", **options)
+    assert agent.searcher.blueprint.temperature == 2.5 and agent.fork(1).searcher.blueprint.temperature == 2.5
+    with pytest.raises(ValueError, match="a checkpoint's samples only"):
+        Sampler(load_agent("value", **options), cheap=False, temperature=2.0).sample_rows(
+            obs, masks, 2, np.random.default_rng(0)
+        )
 
 
 def test_a_checkpoint_without_a_critic_says_so_and_plays_with_a_stand_in_or_a_critic_it_is_given(monkeypatch):

@@ -551,12 +551,17 @@ class PolicyAgent(Agent):
         return self.chooser.choose_batch(logits, masks, None if self.deterministic else self.rng)
 
     def act_groups(self, observations: np.ndarray, masks: np.ndarray, decisions: np.ndarray, sizes: Sequence[int],
-                   seeds: Sequence[int], repeats: Sequence[int]) -> list[np.ndarray]:  # fmt: skip
+                   seeds: Sequence[int], repeats: Sequence[int], temperature: float = 1.0
+                   ) -> list[np.ndarray]:  # fmt: skip
         """:meth:`act_batch` for consecutive groups of rows (``sizes``), each group's rows repeated ``repeats[g]``
         times in place (``np.repeat``): each group's actions those of ``reset(seed)`` then ``act_batch`` on its
         repeated rows alone (the agent's generator left as the last group's leaves it). One forward pass over the
         rows as given, the repeats sharing their row's logits, and one choice over every group (a search's samples
-        at many positions)."""
+        at many positions). ``temperature``: the logits divided by it first (the factorised head's; a sampled
+        policy's draws spread over more bids above 1)."""
+        if temperature != 1.0 and (self.tokens or not isinstance(self.chooser, MaskedChooser)):
+            raise ValueError("temperature: the factorised bid head's samples only (not the autoregressive head's, "
+                             "nor the token mode's)")  # fmt: skip
         per_row = np.repeat(repeats, sizes)
         bounds = np.cumsum(np.asarray(sizes) * np.asarray(repeats))
         if self.tokens:
@@ -568,6 +573,8 @@ class PolicyAgent(Agent):
             return out
         x = np.asarray(observations, dtype=np.float32) / self.scale
         logits = np.repeat(self.net.logits(x, self.chooser.needed(masks)), per_row, 0)
+        if temperature != 1.0:
+            logits = logits / temperature
         rngs = [np.random.default_rng(seed) for seed in seeds]
         if rngs:
             self.rng = rngs[-1]

@@ -9,7 +9,8 @@ a bid played with near certainty is outbid, and an equilibrium mixes. As SearchB
    agent does not know its seat).
 2. **Candidates, for every seat.** ``K`` distinct bids per player: the heuristics' bids for that seat (``value``,
    ``bargain``, ``area``, each on that seat's observation), then samples of the blueprint policy until there are
-   ``K`` (a checkpoint's masked distribution, or a heuristic's bids under fresh seeds).
+   ``K`` (a checkpoint's masked distribution, its logits divided by ``temperature=``, or a heuristic's bids under
+   fresh seeds).
 3. **Payoffs.** Every joint bid (``K^2`` with two players, ``K^3`` with three) is played for one round on a copy
    of the game, the round's other decisions (Guy, Spy, Apothecary, Remove) made by the blueprint, to the next bid
    decision or the game's end. Each player's payoff is the game's final reward where it ended (``win_loss``: +1 to
@@ -116,10 +117,11 @@ class Sampler:
     """Bids of a policy at a bid decision: ``sample(observation, mask, n, rng)`` gives ``n`` bid actions (n, D),
     drawn afresh for each call (an agent's ``act_batch`` on ``n`` copies of the row, the agent reseeded from
     ``rng``). ``cheap``: whether a pool of samples costs little (a network's forward pass), which decides whether
-    the double oracle's pool draws from it."""
+    the double oracle's pool draws from it. ``temperature``: a checkpoint's logits divided by it before they are
+    sampled (above 1: more distinct candidates where the policy is nearly sure)."""
 
-    def __init__(self, agent: Agent, cheap: bool) -> None:
-        self.agent, self.cheap = agent, cheap
+    def __init__(self, agent: Agent, cheap: bool, temperature: float = 1.0) -> None:
+        self.agent, self.cheap, self.temperature = agent, cheap, temperature
 
     def sample(self, observation: np.ndarray, mask: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
         return self.sample_rows(observation[None], mask[None], n, rng)[0]
@@ -139,8 +141,11 @@ class Sampler:
         if hasattr(self.agent, "act_groups"):
             obs, mask = np.concatenate(observations), np.concatenate(masks)
             sizes = [len(o) for o in observations]
-            acts = self.agent.act_groups(obs, mask, np.full(len(obs), int(BID)), sizes, seeds, counts)
+            acts = self.agent.act_groups(obs, mask, np.full(len(obs), int(BID)), sizes, seeds, counts,
+                                         self.temperature)  # fmt: skip
         else:
+            if self.temperature != 1.0:
+                raise ValueError("temperature: a checkpoint's samples only")
             acts = []
             for o, m, n, seed in zip(observations, masks, counts, seeds):
                 self.agent.reset(seed)
@@ -667,7 +672,7 @@ class EquilibriumAgent(Agent):
         twin = copy.copy(self)
         twin.chooser = self.chooser.fork(None)
         s = self.searcher
-        blueprint = Sampler(s.blueprint.agent.fork(None), s.blueprint.cheap)
+        blueprint = Sampler(s.blueprint.agent.fork(None), s.blueprint.cheap, s.blueprint.temperature)
         heuristics = [h.fork(None) for h in s.heuristics]
         twin.searcher = RoundSearcher(s.layout, blueprint, twin.chooser, s.value, heuristics, s.settings)
         twin.reset(seed)
@@ -723,6 +728,7 @@ OPTIONS = {  # the spec's keys: (Settings field or agent option, type)
     "value": ("value", str),
     "critic": ("critic", str),
     "play": ("play", str),
+    "temperature": ("temperature", float),
 }
 VALUES = ("critic", "appraisal", "margin")  # value=: the checkpoint's critic (or critic=PATH's), or a stand-in
 # play=: how a checkpoint makes the round's other decisions and the rollouts' bids, where not as it says it plays:
@@ -767,8 +773,23 @@ def play_problem(spec: str, policy: str) -> str:
     return f"{spec!r}: play= is how a checkpoint plays; {policy} plays as it always does"
 
 
+def temperature_problem(spec: str, options: dict[str, Any], named: bool) -> str | None:
+    """Why ``temperature=`` is refused: not a positive number, or a named policy (whose bids have no logits)."""
+    if "temperature" not in options:
+        return None
+    t = options["temperature"]
+    if named:
+        return f"{spec!r}: temperature= divides a checkpoint's logits; a named policy has none"
+    if not (np.isfinite(t) and t > 0):
+        return f"{spec!r}: temperature: expected a number above 0, got {t!r}"
+    return None
+
+
 def spec_settings(options: dict[str, Any]) -> Settings:
-    return Settings(**{k: v for k, v in options.items() if k not in ("seed", "value", "critic", "play")})
+    return Settings(**{k: v for k, v in options.items() if k not in AGENT_OPTIONS})
+
+
+AGENT_OPTIONS = ("seed", "value", "critic", "play", "temperature")  # the spec's keys that are not Settings'
 
 
 def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str], bool],
@@ -790,6 +811,9 @@ def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str
     options, policy = parse_spec(spec)
     if not named(policy):  # a checkpoint's other decisions go with bids of its own (docs/experiments.md)
         options.setdefault("heuristics", 0)
+    problem = temperature_problem(spec, options, named(policy))
+    if problem:
+        raise ValueError(problem)
     try:
         settings = spec_settings(options)
     except ValueError as exc:
@@ -809,7 +833,9 @@ def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str
         if how == "critic" and critic is None:
             raise ValueError(f"{spec!r}: {policy} has no critic; give critic=PATH, value=margin or value=appraisal")
     else:
-        blueprint = Sampler(load(policy + ":sample", **env_options), cheap=True)
+        blueprint = Sampler(
+            load(policy + ":sample", **env_options), cheap=True, temperature=options.get("temperature", 1.0)
+        )
         chooser = load(f"{policy}:{options['play']}" if "play" in options else policy, **env_options)
         how = options.get("value", "critic")
     if critic is not None:

@@ -20,7 +20,13 @@ from typing import Any
 
 from revolution_env.agents.base import Agent, RandomAgent
 from revolution_env.agents.equilibrium import PREFIX as EQUILIBRIUM
-from revolution_env.agents.equilibrium import is_equilibrium, load_equilibrium, parse_spec, play_problem
+from revolution_env.agents.equilibrium import (
+    is_equilibrium,
+    load_equilibrium,
+    parse_spec,
+    play_problem,
+    temperature_problem,
+)
 from revolution_env.agents.mixture import PREFIX as MIXTURE
 from revolution_env.agents.mixture import (
     is_meta,
@@ -129,7 +135,11 @@ def spec_problem(spec: Any) -> str | None:
         except ValueError as exc:
             return str(exc)
         if policy in known_specs():
-            return None if "play" not in options else play_problem(spec, policy)
+            if "play" in options:
+                return play_problem(spec, policy)
+            return temperature_problem(spec, options, named=True)
+        if temperature_problem(spec, options, named=False):
+            return temperature_problem(spec, options, named=False)
         if not is_checkpoint_file(policy) or policy != checkpoint_path(policy):
             return (
                 f"{spec!r}: expected {EQUILIBRIUM}[KEY=VALUE:]...POLICY, POLICY random, a heuristic or a policy "
