@@ -133,6 +133,12 @@ def test_a_token_policy_plays_whole_games_and_in_batch_as_one_by_one(tmp_path, p
         single = [greedy.act({"observation": o, "action_mask": m.view(np.int8)}, {"decision": Decision(int(k))})
                   for o, m, k in zip(obs, masks, venv._kinds)]  # fmt: skip
         np.testing.assert_array_equal(batch, np.stack(single))
+        sampling = agents[-1]  # act_groups (a search's samples): each group as reset(seed) and act_batch alone
+        got = sampling.act_groups(obs, masks, venv._kinds, [2, 4], [7, 8], [3, 1])
+        for (lo, hi), seed, n, actions in zip([(0, 2), (2, 6)], [7, 8], [3, 1], got):
+            sampling.reset(seed)
+            group = (np.repeat(a[lo:hi], n, 0) for a in (obs, masks, venv._kinds))
+            np.testing.assert_array_equal(actions, sampling.act_batch(*group))
         venv.step(np.stack([venv.single_action_space.sample(m.astype(np.int8)) for m in venv.action_masks()]))
 
 

@@ -564,12 +564,12 @@ class PolicyAgent(Agent):
                              "nor the token mode's)")  # fmt: skip
         per_row = np.repeat(repeats, sizes)
         bounds = np.cumsum(np.asarray(sizes) * np.asarray(repeats))
-        if self.tokens:
+        if self.tokens:  # one pass per token: group by group
             out = []
+            repeated = [np.repeat(a, per_row, 0) for a in (observations, masks, decisions)]
             for lo, hi, seed in zip(np.r_[0, bounds[:-1]], bounds, seeds):
                 self.reset(seed)
-                rows = (np.repeat(a, per_row, 0)[lo:hi] for a in (observations, masks, decisions))
-                out.append(self.act_batch(*rows))
+                out.append(self.act_batch(*(a[lo:hi] for a in repeated)))
             return out
         x = np.asarray(observations, dtype=np.float32) / self.scale
         logits = np.repeat(self.net.logits(x, self.chooser.needed(masks)), per_row, 0)
