@@ -785,11 +785,11 @@ def temperature_problem(spec: str, options: dict[str, Any], named: bool) -> str 
     return None
 
 
+AGENT_OPTIONS = ("seed", "value", "critic", "play", "temperature")  # the spec's keys that are not Settings'
+
+
 def spec_settings(options: dict[str, Any]) -> Settings:
     return Settings(**{k: v for k, v in options.items() if k not in AGENT_OPTIONS})
-
-
-AGENT_OPTIONS = ("seed", "value", "critic", "play", "temperature")  # the spec's keys that are not Settings'
 
 
 def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str], bool],
@@ -811,8 +811,7 @@ def load_equilibrium(spec: str, load: Callable[..., Agent], named: Callable[[str
     options, policy = parse_spec(spec)
     if not named(policy):  # a checkpoint's other decisions go with bids of its own (docs/experiments.md)
         options.setdefault("heuristics", 0)
-    problem = temperature_problem(spec, options, named(policy))
-    if problem:
+    if problem := temperature_problem(spec, options, named(policy)):
         raise ValueError(problem)
     try:
         settings = spec_settings(options)

@@ -138,8 +138,8 @@ def spec_problem(spec: Any) -> str | None:
             if "play" in options:
                 return play_problem(spec, policy)
             return temperature_problem(spec, options, named=True)
-        if temperature_problem(spec, options, named=False):
-            return temperature_problem(spec, options, named=False)
+        if problem := temperature_problem(spec, options, named=False):
+            return problem
         if not is_checkpoint_file(policy) or policy != checkpoint_path(policy):
             return (
                 f"{spec!r}: expected {EQUILIBRIUM}[KEY=VALUE:]...POLICY, POLICY random, a heuristic or a policy "
