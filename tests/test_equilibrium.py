@@ -268,7 +268,9 @@ def test_samples_at_many_positions_at_once_are_each_positions_own(blueprint):
 
 
 @pytest.mark.parametrize("players", [2, 3, 4])
-def test_bid_counts_of_many_actions_are_each_actions(players):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_searchers_bid_counts_of_many_actions_are_each_actions(players, engine):
+    """The candidates' bid counts, many at once (``BatchedView.bid_counts``, whichever engine plays the rounds)."""
     options = {"players": players}
     layout = observation_layout(**options)
     walker = RandomAgent(**options)
@@ -281,7 +283,10 @@ def test_bid_counts_of_many_actions_are_each_actions(players):
             seen = {"observation": obs, "action_mask": mask}
             actions += [walker.act(seen, {"decision": Decision.BID}) for _ in range(5)]
             held += [game.tokens[s]] * 5
-    many = layout.codec.bid_counts_many(np.array(actions), np.array(held))
+    search = RoundSearcher(
+        layout, random_sampler(**options), walker, margin_value(layout), settings=Settings(engine=engine)
+    )
+    many = search.view.bid_counts(np.array(actions), np.array(held))
     assert many.sum() > 0
     for a, h, counts in zip(actions, held, many):
         np.testing.assert_array_equal(counts, layout.codec.bid_counts(a, h))

@@ -447,6 +447,12 @@ class RoundSearcher:
         self.settings = settings if settings is not None else Settings()
         self.players = self.codec.P
         self.rounds = BatchedRounds(layout) if self.settings.engine == "batched" else None
+        if self.rounds is not None:
+            self.view = self.rounds.view  # the candidates' bid counts, many at once
+        else:
+            from revolution_env.env.batched import BatchedView
+
+            self.view = BatchedView(layout.codec, layout)
 
     def search(self, game: Game, rng: np.random.Generator) -> RoundSearch:
         """The equilibrium of ``game``'s round, at a bid decision, for every player."""
@@ -535,7 +541,7 @@ class RoundSearcher:
         """Each seat's first ``K`` distinct bids of ``acts`` (P, n, D), as token counts and as actions."""
         K = self.settings.candidates
         P, n, D = acts.shape
-        counts = self.codec.bid_counts_many(acts.reshape(P * n, D), np.repeat(tokens[:P], n, 0)).reshape(
+        counts = self.view.bid_counts(acts.reshape(P * n, D), np.repeat(tokens[:P], n, 0)).reshape(
             P, n, self.codec.T, 3
         )
         return [distinct(c, rows, K) for c, rows in zip(counts, acts)]

@@ -130,16 +130,6 @@ class Codec:
             out[:, t] = np.bincount(action[start : start + held[t]], minlength=self.T)
         return out
 
-    def bid_counts_many(self, actions: np.ndarray, held: np.ndarray) -> np.ndarray:
-        """:meth:`bid_counts` of many bid actions (n, D), each with its tokens held (n, 3): (n, T, 3)."""
-        actions, held = np.asarray(actions), np.asarray(held)
-        out = np.zeros((len(actions), self.T, 3), dtype=np.int64)
-        for t in range(3):
-            targets = actions[:, self.block[t] : self.block[t + 1]]
-            placed = np.arange(targets.shape[1]) < held[:, t, None]
-            out[:, :, t] = ((targets[:, :, None] == np.arange(self.T)) & placed[:, :, None]).sum(1)
-        return out
-
     def choice(self, value: int, seat: int, kind: str) -> tuple[int, ...] | None:
         """The engine's choice for dimension 0 (``None`` = decline / pass)."""
         if value == 0:
