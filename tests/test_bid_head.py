@@ -19,6 +19,7 @@ from revolution_training.distributions import (
     AutoregressiveBidDistribution,
     AutoregressiveBidHead,
     AutoregressiveBidPolicy,
+    logits_kl,
 )
 from revolution_training.mmd import kl_to_magnet
 from revolution_training.policy import load_actor, policy_from_sb3
@@ -199,6 +200,10 @@ def test_the_entropy_and_the_kl_to_a_magnet_are_exact_per_step_and_right_in_expe
     steps_log_legal = math.log(3) + torch.log(legal_first) + math.log(2)
     assert torch.allclose(uniform, steps_log_legal - entropy, atol=1e-9)
     assert (kl >= -1e-12).all() and (p * uniform).sum() > 0
+    # the fit's KL (policy iteration's anchor) from the two heads' outputs: the same steps, the same sums
+    direct = logits_kl(raw.expand(n, -1), magnet_raw.expand(n, -1), mask.expand(n, -1), torch.tensor(bids), None,
+                       head, magnet)  # fmt: skip
+    assert torch.allclose(direct, kl, atol=1e-12)
 
 
 def test_a_row_with_nothing_to_choose_has_log_prob_entropy_and_kl_zero():

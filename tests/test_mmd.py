@@ -11,7 +11,7 @@ import pytest
 import torch
 from revolution_training.checkpoint import read_checkpoint
 from revolution_training.config import TrainConfig, load_config, merge
-from revolution_training.distributions import GroupedMaskableMultiCategorical
+from revolution_training.distributions import GroupedMaskableMultiCategorical, logits_kl
 from revolution_training.mmd import MagnetPPO, kl_to_magnet
 from revolution_training.train import make_vec_env, new_model, read_state, train
 from sb3_contrib import MaskablePPO
@@ -19,6 +19,7 @@ from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistrib
 from stable_baselines3.common.save_util import load_from_zip_file
 from torch.distributions import Categorical, kl_divergence
 
+from revolution_env.interop.torch import MaskedRuns
 from tests.test_training import write_config
 
 NVEC = [3, 4, 4, 4, 2]
@@ -52,6 +53,9 @@ def test_the_kl_to_a_policy_magnet_is_the_sum_over_heads_of_each_heads_kl():
         for p, q, m in zip(heads(logits, NVEC), heads(magnet, NVEC), heads(masks, NVEC))
     )
     assert torch.allclose(kl_to_magnet(dist, magnet), expected, atol=1e-9)
+    # the fit's KL (policy iteration's anchor) from the two actors' outputs alone
+    actions = torch.zeros(8, len(NVEC), dtype=torch.long)  # read by the autoregressive head only
+    assert torch.allclose(logits_kl(logits, magnet, masks, actions, MaskedRuns(NVEC)), expected, atol=1e-9)
 
 
 def test_the_kl_to_the_uniform_magnet_is_log_legal_minus_entropy_and_zero_for_a_forced_head():

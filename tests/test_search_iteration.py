@@ -19,6 +19,7 @@ from revolution_training.search_iteration import (  # noqa: E402
     chunk_jobs,
     demonstrations,
     expected_payoffs,
+    fit_policy,
     iterate_section,
     load_iterate_config,
     play_games,
@@ -119,6 +120,48 @@ def test_the_fit_rows_draw_bids_from_the_strategy_and_keep_the_other_choices():
     np.testing.assert_allclose(demos.obs, 0.5)  # scaled as the learner sees it
 
 
+def test_a_league_seat_bids_and_decides_as_its_agent_and_is_not_fitted(start, tmp_path):
+    config, policy = start
+    options = {k: v for k, v in config.env_options().items() if k != "reward"}
+    seeds = (11, 12, 13)
+    plain = GameJob(policy, SEARCH, options, seeds, str(tmp_path / "plain.npz"))
+    play_games(plain)
+    # a share of 0 draws nothing: a run from before the league's option plays the same games
+    unused = GameJob(policy, SEARCH, options, seeds, str(tmp_path / "unused.npz"), ("value",), 0.0)
+    play_games(unused)
+    for key, values in read_chunk(plain.out).items():
+        np.testing.assert_array_equal(values, read_chunk(unused.out)[key])
+    job = GameJob(policy, SEARCH, options, seeds, str(tmp_path / "league.npz"), ("value",), 1.0)
+    measured = play_games(job)
+    chunk = read_chunk(job.out)
+    bids = chunk["kind"] == BID
+    assert measured["seat_decisions"] == bids.sum()
+    for g in range(len(seeds)):  # one seat of each game is value's: only the other's rows are kept
+        assert len(set(chunk["seat"][chunk["game"] == g].tolist())) == 1
+    assert bids.sum() < read_chunk(plain.out)["kind"].tolist().count(int(BID))
+    again = GameJob(policy, SEARCH, options, seeds, str(tmp_path / "again.npz"), ("value",), 1.0)
+    play_games(again)
+    for key, values in chunk.items():
+        np.testing.assert_array_equal(values, read_chunk(again.out)[key])
+
+
+def test_the_magnet_holds_the_fit_near_it(start, tmp_path):
+    """``KL(pi || magnet)`` in the fit (MMD's anchor): the fitted policy ends nearer its magnet with a large weight
+    than with a negligible one, on the fit's held-out rows."""
+    config, policy = start
+    options = {k: v for k, v in config.env_options().items() if k != "reward"}
+    job = GameJob(policy, SEARCH, options, (11, 12), str(tmp_path / "chunk.npz"))
+    play_games(job)
+    demos = demonstrations([read_chunk(job.out)], observation_layout(**options).scale, samples=4, seed=0)
+    kl = {}
+    for coef in (1e-9, 10.0):
+        iterate = IterateConfig(start=policy, epochs=4, batch_size=32, learning_rate=3e-3, magnet="previous",
+                                magnet_coef=coef)  # fmt: skip
+        _, score = fit_policy(config, iterate, policy, demos, tmp_path / f"fit_{coef}")
+        kl[coef] = score["magnet_kl"]
+    assert kl[10.0] < 0.5 * kl[1e-9]
+
+
 def test_load_critic_copies_a_checkpoints_value_network_and_refuses_what_does_not_fit(start, tmp_path):
     config, policy = start
     checkpoint = read_checkpoint(policy)
@@ -139,12 +182,13 @@ def test_a_run_iterates_fits_resumes_and_refuses_what_it_cannot_do(start, tmp_pa
     config, policy = start
     config = config.replace(evaluation={"every": 1, "games": 4, "opponents": ["random", "self"], "sample": True})
     iterate = IterateConfig(start=policy, iterations=1, games=2, search=SEARCH, samples=2, chunk=1, epochs=1,
-                            batch_size=64)  # fmt: skip
+                            batch_size=64, magnet_coef=0.5)  # fmt: skip
     out = tmp_path / "run"
     state = run_iterate(config, iterate, out, say=lambda line: None)
     assert len(state["iterations"]) == 1 and (out / "policy_001.pt").exists() and (out / "best.pt").exists()
     entry = state["iterations"][0]
     assert entry["rows"] > 0 and set(entry["evaluation"]) == {"random", "self"} and entry["search_ms"] > 0
+    assert entry["fit"]["magnet_kl"] >= 0  # anchored to the run's first policy, policy_000.pt
     new, old = read_checkpoint(out / "policy_001.pt"), read_checkpoint(policy)
     changed = [not np.array_equal(new["policy"]["state_dict"][k].numpy(), old["policy"]["state_dict"][k].numpy())
                for k in old["policy"]["state_dict"]]  # fmt: skip
@@ -174,6 +218,16 @@ def test_bad_configs_are_refused_in_one_line(start, tmp_path):
         iterate_section({"start": policy, "colour": 1}, "cfg")
     with pytest.raises(ValueError, match="iterate: search: .*unknown option 'q'"):
         iterate_section({"start": policy, "search": "q=1"}, "cfg")
+    with pytest.raises(ValueError, match="iterate: magnet: expected one of start, previous"):
+        iterate_section({"start": policy, "magnet": "uniform"}, "cfg")
+    with pytest.raises(ValueError, match="iterate: magnet_coef: expected a number at least 0"):
+        iterate_section({"start": policy, "magnet_coef": -1}, "cfg")
+    with pytest.raises(ValueError, match="iterate: opponent_share: expected a number from 0 to 1"):
+        iterate_section({"start": policy, "opponent_share": 1.5, "opponents": ["value"]}, "cfg")
+    with pytest.raises(ValueError, match="with no opponents"):
+        iterate_section({"start": policy, "opponent_share": 0.5}, "cfg")
+    with pytest.raises(ValueError, match="iterate: opponents: .*valeu"):
+        iterate_section({"start": policy, "opponents": ["valeu"]}, "cfg")
     with pytest.raises(ValueError, match="the run's own"):
         iterate_section({"start": policy, "search": "value=margin"}, "cfg")
     bare = start_checkpoint(config, tmp_path / "bare.pt", critic=False)

@@ -104,12 +104,21 @@ EXPERIMENTS = sorted((ROOT / "experiments").glob("*.yaml"))  # runs tried and no
 def test_every_config_is_a_recipe_that_runs_from_scratch(path):
     """configs/ holds recipes only: no hand-written start (init_from), every stage a valid config, and a header
     that says the command."""
+    header = path.read_text().split("\n")
+    header = header[: next(i for i, line in enumerate(header) if not line.startswith("#"))]
+    if "\niterate:" in path.read_text():  # policy iteration from a recipe's best.pt, that recipe in the header
+        from revolution_training.search_iteration import load_iterate_config
+
+        config, iterate = load_iterate_config(path)
+        assert any(f"revolution iterate --config configs/{path.name}" in line for line in header)
+        named = [re.search(r"revolution train --config configs/(\S+)", line) for line in header]
+        recipe = load_config(ROOT / "configs" / next(m for m in named if m).group(1))
+        assert iterate.start == f"{recipe.out}/best.pt" and recipe.game.players == config.game.players
+        return
     config = load_config(path)
     assert config.init_from is None
     for _, _, stage in stage_configs(config) if config.stages else [(None, None, config)]:
         assert stage.league.p_latest + stage.league.p_past + stage.league.p_heuristics == pytest.approx(1.0)
-    header = path.read_text().split("\n")
-    header = header[: next(i for i, line in enumerate(header) if not line.startswith("#"))]
     assert any(f"revolution train --config configs/{path.name}" in line for line in header)
 
 

@@ -254,6 +254,40 @@ def _entropy(log_p: th.Tensor, legal: th.Tensor) -> th.Tensor:
     return -(legal_probabilities(log_p, m) * log_p).sum(-1)
 
 
+def runs_kl(log_p: list[th.Tensor], log_q: list[th.Tensor], legal: list[th.Tensor]) -> th.Tensor:
+    """``KL(p || q)`` per row, summed over the dimensions: ``log_p``, ``log_q`` and ``legal`` per run of
+    :class:`~revolution_env.interop.torch.MaskedRuns` (``(..., width, dimensions)``), a masked value adding
+    nothing."""
+    total = 0
+    for lp, lq, m in zip(log_p, log_q, legal):
+        total = total + (legal_probabilities(lp, m) * (lp - lq)).sum((-2, -1))
+    return total
+
+
+def steps_kl(steps: BidSteps, choice_q: th.Tensor, token_q: th.Tensor) -> th.Tensor:
+    """``KL(pi || rho)`` per row along the actions that ``steps`` (a :meth:`AutoregressiveBidHead.follow`) followed:
+    the sum of each step's exact KL over the values its mask allows, ``choice_q`` (B, C) and ``token_q`` (R, F, T)
+    being ``rho``'s log-probabilities at the same steps."""
+    choice_m, token_m = steps.choice_legal.float(), steps.token_legal.float()
+    kl = (legal_probabilities(steps.choice_log_p, choice_m) * (steps.choice_log_p - choice_q)).sum(-1)
+    tokens = (legal_probabilities(steps.token_log_p, token_m) * (steps.token_log_p - token_q)).sum((-2, -1))
+    return kl.index_add(0, steps.token_rows, tokens)
+
+
+def logits_kl(logits: th.Tensor, magnet_logits: th.Tensor, masks: th.Tensor, actions: th.Tensor, runs: MaskedRuns,
+              head: AutoregressiveBidHead | None = None, magnet_head: AutoregressiveBidHead | None = None
+              ) -> th.Tensor:  # fmt: skip
+    """``KL(pi || rho)`` per row from the two actors' outputs on the same rows (``masks``: the flat boolean masks;
+    ``runs``: the action's :class:`MaskedRuns`): exact per dimension for independent dimensions; for the
+    autoregressive head (``head``, ``magnet_head``) the sum of each step's exact KL along ``actions``."""
+    if head is not None:
+        steps = head.follow(logits, masks, actions)
+        theirs = magnet_head.follow(magnet_logits, masks, steps.actions)
+        return steps_kl(steps, theirs.choice_log_p, theirs.token_log_p)
+    legal = runs.legal(masks)
+    return runs_kl(runs.log_softmax(logits, legal), runs.log_softmax(magnet_logits, legal), legal)
+
+
 def _choose(log_p: th.Tensor, greedy: bool) -> th.Tensor:
     if greedy:
         return log_p.argmax(-1)

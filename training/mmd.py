@@ -45,6 +45,8 @@ from revolution_training.distributions import (
     AutoregressiveBidDistribution,
     AutoregressiveBidHead,
     GroupedMaskableMultiCategorical,
+    runs_kl,
+    steps_kl,
 )
 from revolution_training.policy import evaluate_rows, load_actor
 from sb3_contrib import MaskablePPO
@@ -98,16 +100,14 @@ def kl_to_magnet(
     from ``pi`` is the KL of whole bids). The uniform magnet is uniform at each step."""
     if isinstance(distribution, AutoregressiveBidDistribution):
         steps = distribution.followed()
-        choice_m, token_m = steps.choice_legal.float(), steps.token_legal.float()
         if magnet_logits is None:
+            choice_m, token_m = steps.choice_legal.float(), steps.token_legal.float()
             choice_q = -th.log(choice_m.sum(-1, keepdim=True).clamp(min=1.0)).expand_as(choice_m)
             token_q = -th.log(token_m.sum(-1, keepdim=True).clamp(min=1.0)).expand_as(token_m)
         else:  # the same rows and tokens as the policy's (both follow the same actions under the same masks)
             theirs = magnet_head.follow(magnet_logits, distribution._legal(), steps.actions)
             choice_q, token_q = theirs.choice_log_p, theirs.token_log_p
-        kl = (legal_probabilities(steps.choice_log_p, choice_m) * (steps.choice_log_p - choice_q)).sum(-1)
-        tokens = (legal_probabilities(steps.token_log_p, token_m) * (steps.token_log_p - token_q)).sum((-2, -1))
-        return kl.index_add(0, steps.token_rows, tokens)
+        return steps_kl(steps, choice_q, token_q)
     if isinstance(distribution, GroupedMaskableMultiCategorical):
         runs, legal = distribution.runs, distribution.legal
         log_p = distribution.log_p
@@ -117,10 +117,7 @@ def kl_to_magnet(
             log_q = [-th.log(m.sum(-2, keepdim=True)).expand_as(m) for m in legal]
         else:
             log_q = runs.log_softmax(magnet_logits, legal)
-        total = 0
-        for lp, lq, m in zip(log_p, log_q, legal):
-            total = total + (legal_probabilities(lp, m) * (lp - lq)).sum((-2, -1))
-        return total
+        return runs_kl(log_p, log_q, legal)
     if isinstance(distribution, MaskableCategoricalDistribution):
         inner = distribution.distribution
         log_p = th.log_softmax(inner.logits, -1)

@@ -26,13 +26,13 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from revolution_training.config import TrainConfig
-from revolution_training.distributions import AutoregressiveBidHead
+from revolution_training.distributions import AutoregressiveBidHead, logits_kl
 from revolution_training.league import LeagueReader
 from revolution_training.policy import critic_and_actor_latent
 from revolution_training.selfplay import make_selfplay_env
@@ -342,11 +342,25 @@ def _batch(demos: Demonstrations, idx: np.ndarray, device: Any) -> tuple[torch.T
     )
 
 
-def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, float]:
+class FitLoss(NamedTuple):
+    """The imitation's loss beyond the log-likelihood: ``vf_coef`` times the critic's squared error, and
+    ``magnet_coef`` times ``KL(pi || magnet)`` (``magnet``: a frozen :class:`~revolution_training.mmd.MagnetActor`;
+    None: no such term), MMD's anchor on a fit (policy iteration's: training/search_iteration.py)."""
+
+    vf_coef: float
+    magnet: Any = None
+    magnet_coef: float = 0.0
+
+
+def clone(model: Any, demos: Demonstrations, config: TrainConfig, magnet: Any = None, magnet_coef: float = 0.0
+          ) -> dict[str, float]:  # fmt: skip
     """Fit ``model.policy`` (a MaskablePPO policy) to the demonstrations: the actor by the masked log-likelihood of
     the teacher's actions, the critic by squared error to the returns, ``imitation.epochs`` passes of minibatches of
     ``imitation.batch_size`` (else ``ppo.batch_size``) with the policy's own optimizer at
     ``imitation.learning_rate`` (else PPO's); a tenth is held out. Returns :func:`score` on the held-out tenth.
+    With a ``magnet`` (a frozen ``MagnetActor`` of the same network) the loss adds ``magnet_coef`` times
+    ``KL(pi || magnet)`` on every row (:func:`~revolution_training.distributions.logits_kl`, the autoregressive
+    head's along the teacher's bid), and the score its held-out mean, ``magnet_kl``.
 
     Each minibatch's gradient is the sum of its two halves' (:func:`_half_gradients`), taken side by side in two
     threads (``workers.side_by_side``) or one after the other, whichever ``workers.Pace`` finds faster now (torch's
@@ -361,6 +375,7 @@ def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, f
     space = policy.action_space
     runs = MaskedRuns(space.nvec if hasattr(space, "nvec") else [space.n])  # the token mode: one Discrete
     pace = Pace(opponent_threads() > 1 and not in_thread_pool())
+    loss = FitLoss(config.ppo.vf_coef, magnet, magnet_coef)
     groups = policy.optimizer.param_groups
     before = [group["lr"] for group in groups]
     if config.imitation.learning_rate is not None:
@@ -372,7 +387,7 @@ def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, f
             rng.shuffle(fit)
             for start in range(0, len(fit), size):
                 idx = fit[start : start + size]
-                args = (policy, params, runs, config.ppo.vf_coef, len(idx))
+                args = (policy, params, runs, loss, len(idx))
                 halves = [_batch(demos, half, policy.device) for half in np.array_split(idx, 2)]
                 calls = [functools.partial(_half_gradients, *args, batch) for batch in halves]
                 with pace as parallel:
@@ -385,17 +400,21 @@ def clone(model: Any, demos: Demonstrations, config: TrainConfig) -> dict[str, f
         policy.set_training_mode(False)
         for group, lr in zip(groups, before):
             group["lr"] = lr
-    return score(policy, demos, held)
+    scored = score(policy, demos, held)
+    if magnet is not None:
+        with torch.no_grad():
+            scored["magnet_kl"] = float(_magnet_kl(policy, runs, magnet, _batch(demos, held, policy.device)).mean())
+    return scored
 
 
 def _half_gradients(
-    policy: Any, params: list[torch.Tensor], runs: MaskedRuns, vf_coef: float, size: int, batch: tuple
+    policy: Any, params: list[torch.Tensor], runs: MaskedRuns, loss: FitLoss, size: int, batch: tuple
 ) -> list[torch.Tensor]:
     """The gradients of the imitation's loss over the rows of ``batch`` (:func:`_batch`'s tensors), summed over
-    them and divided by the minibatch's ``size``: the negative log-likelihood of the teacher's actions plus
-    ``vf_coef`` times the squared error of the values. The policy's networks are run directly, with the masked
-    log-probabilities of :class:`~revolution_env.interop.torch.MaskedRuns`, not through the policy's action
-    distribution, which holds its last inputs and so cannot serve two threads."""
+    them and divided by the minibatch's ``size``: the negative log-likelihood of the teacher's actions plus the
+    terms of ``loss``. The policy's networks are run directly, with the masked log-probabilities of
+    :class:`~revolution_env.interop.torch.MaskedRuns`, not through the policy's action distribution, which holds
+    its last inputs and so cannot serve two threads."""
     obs, actions, masks, returns = batch
     values, latent = critic_and_actor_latent(policy, obs)
     logits = policy.action_net(latent)
@@ -404,9 +423,24 @@ def _half_gradients(
         log_prob = policy.action_net.follow(logits, masks.bool(), actions).log_prob
     else:
         log_prob = runs.log_prob(runs.log_softmax(logits, runs.legal(masks)), actions)
-    loss = (vf_coef * (values - returns).square().sum() - log_prob.sum()) / size
-    grads = torch.autograd.grad(loss, params, allow_unused=True)
+    total = loss.vf_coef * (values - returns).square().sum() - log_prob.sum()
+    if loss.magnet is not None:
+        total = total + loss.magnet_coef * _magnet_kl(policy, runs, loss.magnet, batch, logits).sum()
+    grads = torch.autograd.grad(total / size, params, allow_unused=True)
     return [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]
+
+
+def _magnet_kl(policy: Any, runs: MaskedRuns, magnet: Any, batch: tuple, logits: torch.Tensor | None = None
+               ) -> torch.Tensor:  # fmt: skip
+    """``KL(pi || magnet)`` per row of ``batch`` (``logits``: the policy's, where already computed)."""
+    obs, actions, masks, _ = batch
+    if logits is None:
+        logits = policy.action_net(critic_and_actor_latent(policy, obs)[1])
+    with torch.no_grad():
+        magnet_logits = magnet(policy.extract_features(obs, policy.pi_features_extractor))
+    head = policy.action_net if isinstance(policy.action_net, AutoregressiveBidHead) else None
+    actions = actions.view(len(actions), len(runs.nvec))
+    return logits_kl(logits, magnet_logits, masks.bool(), actions, runs, head, magnet.head())
 
 
 def score(policy: Any, demos: Demonstrations, idx: np.ndarray) -> dict[str, float]:

@@ -12,16 +12,21 @@ that carries a critic (``iterate.start``: a run's ``best.pt``, a shipped bot wit
 fit-critic CHECKPOINT --out ...``). Each iteration ``k``:
 
 1. **Games.** ``iterate.games`` games in which every seat plays the round's equilibrium: at each bid decision one
-   search on the game itself (:class:`~revolution_env.agents.equilibrium.RoundSearcher`: ``policy_k``'s samples
-   and the heuristics' bids as every seat's candidates, every joint bid played one round, the next states scored
-   by ``policy_k``'s critic, regret matching or the two-player LP for every seat at once), each seat's bid drawn
-   from its own strategy; every other decision ``policy_k``'s argmax. Games are played in chunks by worker
-   processes (``iterate.workers``) or as Ray tasks (``--ray ADDRESS``); each chunk is saved when it is done.
+   search on the game itself (:class:`~revolution_env.agents.equilibrium.RoundSearcher`, on the batched engine:
+   every seat's candidates as ``iterate.search`` says (``policy_k``'s own samples by default), every joint bid
+   played one round, the next states scored by ``policy_k``'s critic, regret matching or the two-player LP for
+   every seat at once), each seat's bid drawn from its own strategy; every other decision as ``policy_k`` plays
+   (``play=``). In a share of the games (``iterate.opponent_share``) one seat is a league's agent
+   (``iterate.opponents``: heuristics, checkpoints), which bids and decides as it does. Games are played in chunks
+   by worker processes (``iterate.workers``) or as Ray tasks (``--ray ADDRESS``); each chunk is saved when it is
+   done.
 2. **Fit.** ``policy_k``'s network is fitted to what the search found (``pretrain.clone``, the imitation's fit):
    the actor to ``iterate.samples`` bids drawn from each seat's average strategy at each of its bid decisions, and
    to its own choices at the other decisions (which keeps them where they were); the critic to each seat's
    equilibrium value at its bid decisions (the payoffs' expectation under the strategies) and to its final reward
-   at the others. The result is ``policy_{k+1}.pt``.
+   at the others. A league's seat is not fitted. With ``iterate.magnet_coef`` the fit adds MMD's anchor,
+   ``magnet_coef * KL(pi || magnet)`` on every row, the magnet the run's first policy or ``policy_k``
+   (``iterate.magnet``). The result is ``policy_{k+1}.pt``.
 3. **Evaluation.** ``policy_{k+1}`` against the config's ``evaluation.opponents`` (``self`` a mirror table), as a
    training run evaluates (the start too, before the first iteration); ``best.pt`` keeps the best iteration by
    ``evaluation.best_by``. A policy fitted to mixed strategies is meant to be sampled: with a factorised bid head
@@ -32,8 +37,7 @@ fit-critic CHECKPOINT --out ...``). Each iteration ``k``:
 pure, the fit, the evaluation) and is written atomically after each step: ``--resume`` continues where a kill
 stopped the run, the chunks of games already saved read back.
 
-Not here yet: MMD's magnet as the fit's anchor (the fit is plain maximum likelihood), and the search on the
-batched engine, which is what makes the games fast (``docs/experiments.md``).
+What the runs gave: ``docs/experiments.md`` ("Policy iteration with the search in the loop").
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ import numpy as np
 
 from revolution_env.agents.base import act_batch
 from revolution_env.agents.equilibrium import EquilibriumAgent, parse_spec
-from revolution_env.agents.loading import load_agent
+from revolution_env.agents.loading import load_agent, spec_problem
 from revolution_env.common.files import atomic_write
 from revolution_env.engine.game import BID, Game
 from revolution_env.env import observation_layout
@@ -57,6 +61,7 @@ from revolution_env.env.core import final_rewards
 
 STATE = "iterate.json"
 STATE_FORMAT = "revolution-iterate"
+MAGNETS = ("start", "previous")
 
 
 @dataclass
@@ -85,6 +90,19 @@ class IterateConfig:
     """Minibatch of the fit."""
     learning_rate: float = 3e-4
     """Learning rate of the fit."""
+    magnet_coef: float = 0.0
+    """Weight of ``KL(pi || magnet)`` in the fit, on every row: MMD's anchor (piKL's, Jacob et al. 2022), which
+    keeps the fitted policy near the magnet where the search's targets say little. 0: plain maximum likelihood."""
+    magnet: str = "start"
+    """The magnet: ``start`` (the run's first policy, fixed) or ``previous`` (the policy the iteration searched
+    with: a moving magnet)."""
+    opponents: list = dataclasses.field(default_factory=list)
+    """A league's agents (heuristics, checkpoints: agent specs) mixed into the games (``opponent_share``)."""
+    opponent_share: float = 0.0
+    """Share of each iteration's games in which one seat, drawn at random, is played by an agent drawn from
+    ``opponents``. The search still solves each round for every seat (that seat's candidates the policy's), that
+    seat bids and decides as its agent does, and its rows are not fitted: the other seats learn from games against
+    it."""
 
     def check(self) -> None:
         if not isinstance(self.start, str) or not self.start:
@@ -97,6 +115,20 @@ class IterateConfig:
         rate = self.learning_rate
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
             raise ValueError(f"iterate: learning_rate: expected a positive number, got {rate!r}")
+        coef, share = self.magnet_coef, self.opponent_share
+        if isinstance(coef, bool) or not isinstance(coef, (int, float)) or not coef >= 0:
+            raise ValueError(f"iterate: magnet_coef: expected a number at least 0, got {coef!r}")
+        if self.magnet not in MAGNETS:
+            raise ValueError(f"iterate: magnet: expected one of {', '.join(MAGNETS)}, got {self.magnet!r}")
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+            raise ValueError(f"iterate: opponent_share: expected a number from 0 to 1, got {share!r}")
+        if not isinstance(self.opponents, list):
+            raise ValueError(f"iterate: opponents: expected a list of agent specs, got {self.opponents!r}")
+        for spec in self.opponents:
+            if (problem := spec_problem(spec)) is not None:
+                raise ValueError(f"iterate: opponents: {problem}")
+        if share > 0 and not self.opponents:
+            raise ValueError("iterate: opponent_share: above 0 with no opponents to draw from (give opponents: [...])")
         if not isinstance(self.search, str):
             raise ValueError(f"iterate: search: expected the search's options as a string, got {self.search!r}")
         try:
@@ -128,14 +160,16 @@ def iterate_section(section: dict[str, Any], where: str) -> IterateConfig:
 
 @dataclass(frozen=True)
 class GameJob:
-    """A chunk of games: the policy searched with, the search's options, the rules, the games' seeds, and the file
-    the chunk is saved to."""
+    """A chunk of games: the policy searched with, the search's options, the rules, the games' seeds, the file
+    the chunk is saved to, and the league's agents with the share of games in which one of them takes a seat."""
 
     policy: str
     search: str
     env_options: dict[str, Any]
     seeds: tuple[int, ...]
     out: str
+    opponents: tuple[str, ...] = ()
+    opponent_share: float = 0.0
 
 
 def equilibrium_agent(policy: str, search: str, env_options: dict[str, Any]) -> EquilibriumAgent:
@@ -175,8 +209,21 @@ def play_games(job: GameJob) -> dict[str, Any]:
         probs.append(p)
         held += len(p)
 
+    league: dict[str, Any] = {}  # the opponents' agents, loaded once a chunk
+
+    def act(agent: Any, s: int, kind: int) -> np.ndarray:
+        obs, mask = layout.build(game, s, kind), codec.mask(game, s, kind)
+        return act_batch(agent, obs[None], mask[None], np.array([kind]))[0]
+
     for g, seed in enumerate(job.seeds):
         rng = np.random.default_rng(seed)
+        guest, visitor = -1, None  # the seat a league's agent plays in this game, and that agent
+        if job.opponent_share > 0 and rng.random() < job.opponent_share:  # drawn only then: old runs replay
+            guest, spec = int(rng.integers(players)), job.opponents[int(rng.integers(len(job.opponents)))]
+            if spec not in league:
+                league[spec] = load_agent(spec, **job.env_options)
+            visitor = league[spec]
+            visitor.reset(int(rng.integers(2**31)))
         chooser.reset(int(rng.integers(2**31)))
         game = Game(codec.layout, int(rng.integers(2**62)))
         own = []  # this game's rows whose value is the final reward
@@ -188,21 +235,27 @@ def play_games(job: GameJob) -> dict[str, Any]:
                 seconds += time.perf_counter() - start
                 x = found.solution.strategies
                 values = expected_payoffs(found.payoffs, x)
-                picks = []
+                bids = []
                 for s in range(players):
                     p = np.asarray(x[s], dtype=np.float64) / float(np.sum(x[s]))
+                    pick = int(rng.choice(len(p), p=p))
+                    if s == guest:  # the league's agent bids as it would; its strategy is not a target
+                        bids.append(codec.bid_counts(act(visitor, s, int(BID)), game.tokens[s]))
+                        continue
                     record(g, s, int(BID), float(values[s]), found.actions[s], p)
                     pure += int(p.max() >= 0.99)
-                    picks.append(int(rng.choice(len(p), p=p)))
-                searched += players
+                    searched += 1
+                    bids.append(found.bids[s][pick])
                 rounds += 1
-                game.submit_bids(np.stack([found.bids[s][i] for s, i in enumerate(picks)]))
+                game.submit_bids(np.stack(bids))
             else:
                 s, kind = d.seat, int(d.kind)
-                obs, mask = layout.build(game, s, kind), codec.mask(game, s, kind)
-                action = act_batch(chooser, obs[None], mask[None], np.array([kind]))[0]
-                own.append(len(rows["obs"]))
-                record(g, s, kind, 0.0, action, np.ones(1))
+                if s == guest:
+                    action = act(visitor, s, kind)
+                else:
+                    own.append(len(rows["obs"]))
+                    action = act(chooser, s, kind)
+                    record(g, s, kind, 0.0, action, np.ones(1))
                 game.choose(codec.choice(int(action[0]), s, kind))
         seats = np.arange(players)
         support = np.broadcast_to(np.asarray(game.final["support"]), (players, len(game.final["support"])))
@@ -291,7 +344,14 @@ def fit_policy(config: Any, iterate: IterateConfig, policy: str, demos: Any, fol
     fit_config = model_config.replace(
         imitation={"epochs": iterate.epochs, "batch_size": iterate.batch_size, "learning_rate": iterate.learning_rate}
     )
-    score = clone(model, demos, fit_config)
+    magnet = None
+    if iterate.magnet_coef > 0:  # MMD's anchor: the start's actor, or the one searched with (a moving magnet)
+        from revolution_training.mmd import MagnetActor
+
+        source = str(Path(policy).with_name("policy_000.pt")) if iterate.magnet == "start" else policy
+        magnet = MagnetActor(sb3)
+        magnet.load_checkpoint(read_checkpoint(source), source)
+    score = clone(model, demos, fit_config, magnet, iterate.magnet_coef)
     fitted = policy_from_sb3(sb3, config.policy.activation)
     if config.evaluation.sample:  # as a training run's checkpoints: a policy meant to mix plays sampling
         fitted["play"] = "sample"
@@ -311,7 +371,9 @@ def chunk_jobs(config: Any, iterate: IterateConfig, policy: str, k: int, folder:
     jobs = []
     for c, start in enumerate(range(0, iterate.games, iterate.chunk)):
         chunk = tuple(int(s) for s in seeds[start : start + iterate.chunk])
-        jobs.append(GameJob(policy, iterate.search, options, chunk, str(folder / f"games_{k:03d}_{c:04d}.npz")))
+        out = str(folder / f"games_{k:03d}_{c:04d}.npz")
+        jobs.append(GameJob(policy, iterate.search, options, chunk, out, tuple(iterate.opponents),
+                            float(iterate.opponent_share)))  # fmt: skip
     return jobs
 
 
