@@ -250,7 +250,8 @@ def _exploitability(exploits: list[dict]) -> dict[str, Any] | None:
             "sources": sources, "chance": e["chance"],
             "budget": {"steps": p["steps"], "seeds": len(p["seeds"]), "games": p["games"],
                        "known_games": p["known_games"]},
-            "calibration": [{"agent": c["agent"], **_rate(c["exploitability"])} for c in e.get("calibration", [])],
+            "calibration": [{"agent": c["agent"].removesuffix(" (calibration)"), **_rate(c["exploitability"])}
+                            for c in e.get("calibration", [])],
             "run": e["run"], "command": e["command"]}  # fmt: skip
 
 

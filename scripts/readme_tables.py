@@ -16,7 +16,7 @@ own reports, ``docs/results/<folder>/results.json`` and ``exploit.json``:
 - best response wins: the card's exploitability run with the most steps (for the benchmark's protocol, the best of
   its seeds);
 - exploitability (source): the card's ``figures``: the three-source benchmark with the most steps, the source that
-  gave the maximum, its budget;
+  gave the maximum, its budget, its calibration rows (the same protocol against ``value`` and ``random``);
 - two draws the same bid: the card's tie rate, the bot as it plays and sampled (``PATH:sample``);
 - ms/decision: the card's milliseconds of CPU per decision on one core, bid and other decisions.
 """
@@ -102,15 +102,19 @@ def results_row(card_path: Path) -> str:
 
 
 def _exploitability(e: dict[str, Any] | None) -> str:
-    """``73.8% [67.2, 79.4], (c) value-habit (20k steps, 200 games)``: the figure, its source, its budget."""
+    """``73.8% [67.2, 79.4], (c) value-habit (20k steps, 200 games); calibration value 84.2%, random 100.0%``: the
+    figure, its source, its budget, and the calibration rows of the same protocol where they were run."""
     if not e:
         return "not measured"
     source = "(a) copy" if e["source"] == "copy" else "(b) common start" if e["source"] == "common" else "(c)"
     if e["source"] == "known":
         source += f" `{e['sources']['known']['agent']}`"
     b = e["budget"]
+    rows = sorted(e.get("calibration", []), key=lambda c: c["agent"] != "value")  # value first: the one to read
+    calibration = ", ".join(f"`{c['agent']}` {100 * c['win_rate']:.1f}%" for c in rows)
     return (f"{_rate(e)}, {source} ({b['steps'] / 1e3:.0f}k steps x {b['seeds']}, {b['games']} games; "
-            f"{_link(e['run'], 'exploit.md', 'exploit.json')})")  # fmt: skip
+            f"{_link(e['run'], 'exploit.md', 'exploit.json')})"
+            + (f"; calibration {calibration}" if calibration else "; calibration not run"))  # fmt: skip
 
 
 def _tie_rate(t: dict[str, Any] | None) -> str:
