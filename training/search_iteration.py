@@ -96,7 +96,7 @@ class IterateConfig:
     magnet: str = "start"
     """The magnet: ``start`` (the run's first policy, fixed) or ``previous`` (the policy the iteration searched
     with: a moving magnet)."""
-    opponents: list = dataclasses.field(default_factory=list)
+    opponents: list[str] = dataclasses.field(default_factory=list)
     """A league's agents (heuristics, checkpoints: agent specs) mixed into the games (``opponent_share``)."""
     opponent_share: float = 0.0
     """Share of each iteration's games in which one seat, drawn at random, is played by an agent drawn from
