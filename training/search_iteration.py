@@ -200,10 +200,13 @@ def play_games(job: GameJob) -> dict[str, Any]:
     searched = pure = rounds = 0
     seconds = 0.0
 
-    def record(g: int, s: int, kind: int, value: float, actions: np.ndarray, p: np.ndarray) -> None:
+    def observe(s: int, kind: int) -> tuple[np.ndarray, np.ndarray]:
+        return layout.build(game, s, kind), codec.mask(game, s, kind)
+
+    def record(g: int, s: int, kind: int, seen: tuple, value: float, actions: np.ndarray, p: np.ndarray) -> None:
         nonlocal held
-        for key, item in (("obs", layout.build(game, s, kind)), ("mask", codec.mask(game, s, kind)), ("kind", kind),
-                          ("seat", s), ("game", g), ("value", value), ("first", held), ("count", len(p))):  # fmt: skip
+        for key, item in (("obs", seen[0]), ("mask", seen[1]), ("kind", kind), ("seat", s), ("game", g),
+                          ("value", value), ("first", held), ("count", len(p))):  # fmt: skip
             rows[key].append(item)
         candidates.append(np.asarray(actions, dtype=np.int64).reshape(len(p), -1))
         probs.append(p)
@@ -211,9 +214,8 @@ def play_games(job: GameJob) -> dict[str, Any]:
 
     league: dict[str, Any] = {}  # the opponents' agents, loaded once a chunk
 
-    def act(agent: Any, s: int, kind: int) -> np.ndarray:
-        obs, mask = layout.build(game, s, kind), codec.mask(game, s, kind)
-        return act_batch(agent, obs[None], mask[None], np.array([kind]))[0]
+    def act(agent: Any, seen: tuple, kind: int) -> np.ndarray:
+        return act_batch(agent, seen[0][None], seen[1][None], np.array([kind]))[0]
 
     for g, seed in enumerate(job.seeds):
         rng = np.random.default_rng(seed)
@@ -238,11 +240,11 @@ def play_games(job: GameJob) -> dict[str, Any]:
                 bids = []
                 for s in range(players):
                     p = np.asarray(x[s], dtype=np.float64) / float(np.sum(x[s]))
-                    pick = int(rng.choice(len(p), p=p))
+                    pick = int(rng.choice(len(p), p=p))  # drawn for every seat: the game's stream as before
                     if s == guest:  # the league's agent bids as it would; its strategy is not a target
-                        bids.append(codec.bid_counts(act(visitor, s, int(BID)), game.tokens[s]))
+                        bids.append(codec.bid_counts(act(visitor, observe(s, int(BID)), int(BID)), game.tokens[s]))
                         continue
-                    record(g, s, int(BID), float(values[s]), found.actions[s], p)
+                    record(g, s, int(BID), observe(s, int(BID)), float(values[s]), found.actions[s], p)
                     pure += int(p.max() >= 0.99)
                     searched += 1
                     bids.append(found.bids[s][pick])
@@ -250,12 +252,13 @@ def play_games(job: GameJob) -> dict[str, Any]:
                 game.submit_bids(np.stack(bids))
             else:
                 s, kind = d.seat, int(d.kind)
+                seen = observe(s, kind)
                 if s == guest:
-                    action = act(visitor, s, kind)
+                    action = act(visitor, seen, kind)
                 else:
                     own.append(len(rows["obs"]))
-                    action = act(chooser, s, kind)
-                    record(g, s, kind, 0.0, action, np.ones(1))
+                    action = act(chooser, seen, kind)
+                    record(g, s, kind, seen, 0.0, action, np.ones(1))
                 game.choose(codec.choice(int(action[0]), s, kind))
         seats = np.arange(players)
         support = np.broadcast_to(np.asarray(game.final["support"]), (players, len(game.final["support"])))
@@ -348,9 +351,10 @@ def fit_policy(config: Any, iterate: IterateConfig, policy: str, demos: Any, fol
     if iterate.magnet_coef > 0:  # MMD's anchor: the start's actor, or the one searched with (a moving magnet)
         from revolution_training.mmd import MagnetActor
 
-        source = str(Path(policy).with_name("policy_000.pt")) if iterate.magnet == "start" else policy
-        magnet = MagnetActor(sb3)
-        magnet.load_checkpoint(read_checkpoint(source), source)
+        magnet = MagnetActor(sb3)  # a frozen copy of the actor just loaded: the moving magnet as it is
+        if iterate.magnet == "start":
+            start = str(Path(policy).with_name("policy_000.pt"))
+            magnet.load_checkpoint(read_checkpoint(start), start)
     score = clone(model, demos, fit_config, magnet, iterate.magnet_coef)
     fitted = policy_from_sb3(sb3, config.policy.activation)
     if config.evaluation.sample:  # as a training run's checkpoints: a policy meant to mix plays sampling
